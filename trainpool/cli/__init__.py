@@ -1,0 +1,44 @@
+"""The ``trainpool`` command.
+
+Each sub-module adds its commands to the one Typer app through ``register(app)``.
+Sub-modules import heavy libraries inside their commands, so ``trainpool --help``
+stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="trainpool",
+    help="Plan, build, launch and emulate distributed training on Vertex AI.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_MODULES = (
+    "plan",  # plan, catalog
+    "env",  # env
+    "emulator",  # emulator
+    "jobs",  # jobs list|describe|logs|cancel
+    "build",  # build-image
+    "compile",  # compile [--check]
+    "run",  # run PIPELINE --local
+    "submit",  # submit PIPELINE --project ...
+)
+
+for _name in _MODULES:
+    try:
+        _module = importlib.import_module(f"trainpool.cli.{_name}")
+    except ModuleNotFoundError as _err:  # pragma: no cover - only while a module is being written
+        if _err.name != f"trainpool.cli.{_name}":
+            raise
+        continue
+    _module.register(app)
+
+
+def main() -> None:
+    app()

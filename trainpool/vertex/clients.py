@@ -1,0 +1,131 @@
+"""The one client factory: Vertex's regional endpoint, or the emulator.
+
+When ``VERTEX_AI_EMULATOR_HOST=host:port`` is set (named after Google's own
+``PUBSUB_EMULATOR_HOST``), every client talks to that address over an insecure
+loopback channel with anonymous credentials. Otherwise it talks to
+``{location}-aiplatform.googleapis.com`` with Application Default Credentials.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+EMULATOR_ENV = "VERTEX_AI_EMULATOR_HOST"
+_LOOPBACK = ("127.", "localhost", "[::1]")
+
+
+def emulator_host() -> str | None:
+    """The emulator's ``host:port`` when ``VERTEX_AI_EMULATOR_HOST`` is set, else None."""
+    host = os.environ.get(EMULATOR_ENV, "").strip()
+    if not host:
+        return None
+    if not host.startswith(_LOOPBACK):
+        raise ValueError(
+            f"{EMULATOR_ENV}={host!r}: the emulator listens on loopback only; "
+            "accepted: 127.0.0.1:PORT, localhost:PORT or [::1]:PORT"
+        )
+    return host
+
+
+def api_endpoint(location: str) -> str:
+    """The regional Vertex AI endpoint for ``location`` (``global`` has no prefix)."""
+    if location == "global":
+        return "aiplatform.googleapis.com"
+    return f"{location}-aiplatform.googleapis.com"
+
+
+def console_url(resource_name: str) -> str:
+    """The Google Cloud console page of a CustomJob, HyperparameterTuningJob or PipelineJob."""
+    parts = resource_name.split("/")
+    fields = dict(zip(parts[::2], parts[1::2], strict=False))
+    project, location = fields.get("projects", ""), fields.get("locations", "")
+    kinds = {
+        "customJobs": "training/custom-jobs",
+        "hyperparameterTuningJobs": "training/hyperparameter-tuning-jobs",
+        "pipelineJobs": "pipelines/runs",
+    }
+    for kind, page in kinds.items():
+        if kind in fields:
+            return (
+                f"https://console.cloud.google.com/vertex-ai/locations/{location}/"
+                f"{page}/{fields[kind]}?project={project}"
+            )
+    return f"https://console.cloud.google.com/vertex-ai?project={project}"
+
+
+def _make(client_cls: Any, transport_cls: Any, location: str) -> Any:
+    host = emulator_host()
+    if host is None:
+        from google.api_core.client_options import ClientOptions
+
+        return client_cls(client_options=ClientOptions(api_endpoint=api_endpoint(location)))
+    import grpc
+
+    channel = grpc.insecure_channel(host)
+    return client_cls(transport=transport_cls(host=host, channel=channel))
+
+
+def job_client(location: str) -> Any:
+    """A ``JobServiceClient`` for ``location`` (or the emulator)."""
+    from google.cloud.aiplatform_v1 import JobServiceClient
+    from google.cloud.aiplatform_v1.services.job_service.transports import (
+        JobServiceGrpcTransport,
+    )
+
+    return _make(JobServiceClient, JobServiceGrpcTransport, location)
+
+
+def pipeline_client(location: str) -> Any:
+    """A ``PipelineServiceClient`` for ``location`` (or the emulator)."""
+    from google.cloud.aiplatform_v1 import PipelineServiceClient
+    from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
+        PipelineServiceGrpcTransport,
+    )
+
+    return _make(PipelineServiceClient, PipelineServiceGrpcTransport, location)
+
+
+def schedule_client(location: str) -> Any:
+    """A ``ScheduleServiceClient`` for ``location`` (or the emulator)."""
+    from google.cloud.aiplatform_v1 import ScheduleServiceClient
+    from google.cloud.aiplatform_v1.services.schedule_service.transports import (
+        ScheduleServiceGrpcTransport,
+    )
+
+    return _make(ScheduleServiceClient, ScheduleServiceGrpcTransport, location)
+
+
+def point_sdk_at_emulator() -> None:
+    """Make the high-level ``google.cloud.aiplatform`` SDK talk to the emulator.
+
+    The SDK builds TLS channels itself; with the emulator set, this swaps each
+    gRPC transport's ``create_channel`` for an insecure loopback channel and calls
+    ``aiplatform.init(api_endpoint=..., credentials=AnonymousCredentials())``.
+    """
+    host = emulator_host()
+    if host is None:
+        raise RuntimeError(f"{EMULATOR_ENV} is not set")
+    import grpc
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import aiplatform
+    from google.cloud.aiplatform_v1.services.job_service.transports import (
+        JobServiceGrpcTransport,
+    )
+    from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
+        PipelineServiceGrpcTransport,
+    )
+    from google.cloud.aiplatform_v1.services.schedule_service.transports import (
+        ScheduleServiceGrpcTransport,
+    )
+
+    def insecure(cls: Any, *_: Any, **__: Any) -> grpc.Channel:
+        return grpc.insecure_channel(host)
+
+    for transport in (
+        JobServiceGrpcTransport,
+        PipelineServiceGrpcTransport,
+        ScheduleServiceGrpcTransport,
+    ):
+        transport.create_channel = classmethod(insecure)  # type: ignore[method-assign,assignment]
+    aiplatform.init(api_endpoint=host, credentials=AnonymousCredentials())
