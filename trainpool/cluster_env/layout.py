@@ -16,7 +16,7 @@ REDUCTION_SERVER_IMAGE = re.compile(
 """Google's reducer image on any registry host (us-, europe-, asia-docker.pkg.dev), any tag."""
 
 
-def _get(mapping: dict[str, Any], camel: str, snake: str) -> Any:
+def get_key(mapping: dict[str, Any], camel: str, snake: str) -> Any:
     """The value under the camelCase key, else under the snake_case key, else None."""
     if camel in mapping:
         return mapping[camel]
@@ -25,7 +25,7 @@ def _get(mapping: dict[str, Any], camel: str, snake: str) -> Any:
 
 def pool_specs(job_spec: dict[str, Any]) -> list[dict[str, Any]]:
     """The worker pool specs of ``job_spec`` in positional order (``{}`` kept)."""
-    pools = _get(job_spec, "workerPoolSpecs", "worker_pool_specs")
+    pools = get_key(job_spec, "workerPoolSpecs", "worker_pool_specs")
     if pools is None:
         return []
     if not isinstance(pools, list):
@@ -37,7 +37,7 @@ def pool_specs(job_spec: dict[str, Any]) -> list[dict[str, Any]]:
 
 def replica_count(pool_spec: dict[str, Any], pool: int = 0) -> int:
     """The pool's replica count as an int (0 for ``{}`` or a missing count)."""
-    raw = _get(pool_spec, "replicaCount", "replica_count")
+    raw = get_key(pool_spec, "replicaCount", "replica_count")
     if raw is None:
         return 0
     if isinstance(raw, bool):
@@ -59,8 +59,8 @@ def replica_count(pool_spec: dict[str, Any], pool: int = 0) -> int:
 
 def image_uri(pool_spec: dict[str, Any]) -> str:
     """The pool's container image URI, or "" when it has none."""
-    container = _get(pool_spec, "containerSpec", "container_spec") or {}
-    return str(_get(container, "imageUri", "image_uri") or "")
+    container = get_key(pool_spec, "containerSpec", "container_spec") or {}
+    return str(get_key(container, "imageUri", "image_uri") or "")
 
 
 def is_reduction_server(pool_spec: dict[str, Any]) -> bool:
@@ -75,3 +75,32 @@ def replicas(job_spec: dict[str, Any]) -> list[tuple[int, int]]:
         for pool, spec in enumerate(pool_specs(job_spec))
         for index in range(replica_count(spec or {}, pool))
     ]
+
+
+POOL_ROLES = ("primary", "worker", "parameter_server", "evaluator")
+"""The role of pools 0..3; pool 2 is ``reduction_server`` when it runs the reducer image."""
+
+
+def pool_role(job_spec: dict[str, Any], pool: int) -> str:
+    """The role of ``pool`` in ``job_spec``: primary, worker, parameter_server,
+    reduction_server or evaluator."""
+    pools = pool_specs(job_spec)
+    if pool == 2 and pool < len(pools) and is_reduction_server(pools[pool] or {}):
+        return "reduction_server"
+    return POOL_ROLES[pool]
+
+
+def node_ranks(
+    job_spec: dict[str, Any], reducers_in_world: bool = False
+) -> dict[tuple[int, int], int]:
+    """Vertex's node rank of every replica: pool order, then index (chief 0, worker i → i+1).
+
+    Reduction Server replicas have no rank unless ``reducers_in_world``.
+    """
+    pools = pool_specs(job_spec)
+    members = [
+        (pool, index)
+        for pool, index in replicas(job_spec)
+        if reducers_in_world or not (pool == 2 and is_reduction_server(pools[2] or {}))
+    ]
+    return {member: rank for rank, member in enumerate(members)}
