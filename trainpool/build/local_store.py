@@ -1,0 +1,229 @@
+"""The local image store: images without a Docker engine, run by the emulator.
+
+An image is a content-addressed snapshot of its build context plus the
+Dockerfile's ENTRYPOINT, CMD, WORKDIR and ENV, and a Python environment made
+for it: a virtualenv over the host's packages (``--system-site-packages``, so
+torch and the rest are reused) into which the image's requirements files are
+``pip install``-ed (a no-op for what the host already has). **No other RUN step
+is executed** (apt, curl, ...): :func:`add` returns them so callers say so.
+
+Layout under ``<root>/images/``::
+
+    <digest>/context/     the build context as Docker would see it
+    <digest>/venv/        the image's Python environment
+    <digest>/image.json   the image settings; written last, so its presence means "built"
+    refs/<quoted name>    "repository:tag" -> digest
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from trainpool.build import image_config, image_ref
+from trainpool.build.context import BuildContext
+
+_PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
+_REQUIREMENTS_FLAG = re.compile(r"(?:^|\s)(?:-r|--requirement)(?:\s+|=)(\S+)")
+
+
+@dataclass(frozen=True)
+class LocalImage:
+    """A stored image, ready to run as a local process.
+
+    ``workdir`` and the paths in ``env`` are host paths: image paths that the
+    Dockerfile COPYs from the context are mapped into ``context_dir``.
+    ``entrypoint`` and ``cmd`` are as the Dockerfile says; :meth:`argv` applies a
+    job's command/args the way a container runtime does.
+    """
+
+    context_dir: Path
+    entrypoint: list[str]
+    cmd: list[str]
+    workdir: Path
+    env: dict[str, str]
+    python: Path
+    digest: str = ""
+    not_executed: list[str] = field(default_factory=list)
+
+    def argv(self, command: list[str] | None = None, args: list[str] | None = None) -> list[str]:
+        """The process to start: ``command`` replaces ENTRYPOINT (and CMD), ``args`` replace CMD.
+
+        A leading ``python``/``python3``/``python3.X`` becomes this image's :attr:`python`.
+        """
+        if command:
+            argv = [*command, *(args or [])]
+        else:
+            argv = [*self.entrypoint, *(args if args else self.cmd)]
+        if argv and _PYTHON.match(posixpath.basename(argv[0])):
+            argv[0] = str(self.python)
+        return argv
+
+
+def images_dir(root: Path) -> Path:
+    return Path(root) / "images"
+
+
+def _ref_file(root: Path, name: str) -> Path:
+    return images_dir(root) / "refs" / quote(name, safe="")
+
+
+def _map_path(value: str, copies: list[tuple[str, str]], context_dir: Path) -> str:
+    for rel, image_path in sorted(copies, key=lambda c: -len(c[1])):
+        if value == image_path or value.startswith(image_path.rstrip("/") + "/"):
+            tail = value[len(image_path) :].lstrip("/")
+            return str((context_dir / rel / tail) if tail else (context_dir / rel)).rstrip("/")
+    return value
+
+
+def _map_env(value: str, copies: list[tuple[str, str]], context_dir: Path) -> str:
+    if not value.startswith("/"):
+        return value
+    return ":".join(_map_path(part, copies, context_dir) for part in value.split(":"))
+
+
+def _load(image_dir: Path) -> LocalImage | None:
+    meta_file = image_dir / "image.json"
+    if not meta_file.is_file():
+        return None
+    meta = json.loads(meta_file.read_text())
+    context_dir = image_dir / "context"
+    copies = [tuple(c) for c in meta["copies"]]
+    env = {k: _map_env(v, copies, context_dir) for k, v in meta["env"].items()}
+    venv_bin = image_dir / "venv" / "bin"
+    env["PATH"] = os.pathsep.join([str(venv_bin), env.get("PATH", os.environ.get("PATH", ""))])
+    workdir = Path(_map_path(meta["workdir"], copies, context_dir))
+    return LocalImage(
+        context_dir=context_dir,
+        entrypoint=meta["entrypoint"],
+        cmd=meta["cmd"],
+        workdir=workdir if workdir.is_dir() else context_dir,
+        env=env,
+        python=venv_bin / "python",
+        digest=meta["digest"],
+        not_executed=meta["notExecuted"],
+    )
+
+
+def lookup(image_uri: str, root: Path | str) -> LocalImage | None:
+    """The stored image that ``image_uri`` names, or None when the store has none.
+
+    ``REPO:TAG`` goes through the tag; ``...@sha256:<digest>`` names the image directly.
+    """
+    root = Path(root).resolve()
+    try:
+        ref = image_ref.parse(image_uri)
+    except ValueError:
+        return None
+    if ref.digest:
+        return _load(images_dir(root) / ref.digest.removeprefix("sha256:"))
+    ref_file = _ref_file(root, ref.named)
+    if not ref_file.is_file():
+        return None
+    return _load(images_dir(root) / ref_file.read_text().strip())
+
+
+def _requirements(config: image_config.ImageConfig, context_dir: Path) -> list[Path]:
+    found = []
+    for run in config.runs:
+        if "pip" not in run:
+            continue
+        for name in _REQUIREMENTS_FLAG.findall(run):
+            image_path = posixpath.join(config.workdir, name)
+            host = Path(_map_path(image_path, config.copies, context_dir))
+            if host.is_file() and host not in found:
+                found.append(host)
+    if not found and (context_dir / "requirements.txt").is_file():
+        found.append(context_dir / "requirements.txt")
+    return found
+
+
+def _make_venv(image_dir: Path, requirements: list[Path]) -> None:
+    venv = image_dir / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+        check=True,
+    )
+    for req in requirements:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install"]
+            + ["--quiet", "--disable-pip-version-check", "--no-input", "-r", str(req)],
+            check=True,
+            cwd=req.parent,
+        )
+
+
+def tag(root: Path, name: str, digest: str) -> None:
+    """Point ``repository:tag`` at a stored image."""
+    ref_file = _ref_file(root, name)
+    ref_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp = ref_file.with_name(f".{ref_file.name}.{os.getpid()}")
+    tmp.write_text(digest + "\n")
+    os.replace(tmp, ref_file)
+
+
+def has(root: Path, digest: str) -> bool:
+    return (images_dir(root) / digest / "image.json").is_file()
+
+
+def add(
+    context: BuildContext, root: Path, names: list[str], dockerfile: str = "Dockerfile"
+) -> list[str]:
+    """Store ``context`` as an image (unless it is already there) and tag it with ``names``.
+
+    Returns the Dockerfile RUN steps that were not executed.
+    """
+    root = Path(root).resolve()
+    digest = context.digest
+    image_dir = images_dir(root) / digest
+    if not has(root, digest):
+        _build(context, root, image_dir, dockerfile)
+    for name in names:
+        tag(root, name, digest)
+    return json.loads((image_dir / "image.json").read_text())["notExecuted"]
+
+
+def _build(context: BuildContext, root: Path, image_dir: Path, dockerfile: str) -> None:
+    entry = context.get(dockerfile)
+    if entry is None:
+        raise FileNotFoundError(f"dockerfile: {dockerfile!r} is not in the build context")
+    with entry.open() as handle:
+        config = image_config.parse(handle.read().decode(), context.build_args)
+    images_dir(root).mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{context.digest[:12]}-", dir=images_dir(root)))
+    context.stage(staging / "context")
+    if image_dir.exists():
+        shutil.rmtree(image_dir)
+    try:
+        os.replace(staging, image_dir)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if has(root, context.digest):
+            return
+        raise
+    requirements = _requirements(config, image_dir / "context")
+    _make_venv(image_dir, requirements)
+    pip_runs = [r for r in config.runs if "pip" in r and _REQUIREMENTS_FLAG.search(r)]
+    meta = {
+        "digest": context.digest,
+        "base": config.base,
+        "entrypoint": config.entrypoint,
+        "cmd": config.cmd,
+        "workdir": config.workdir,
+        "env": config.env,
+        "copies": [list(c) for c in config.copies],
+        "requirements": [str(r.relative_to(image_dir / "context")) for r in requirements],
+        "notExecuted": [r for r in config.runs if r not in pip_runs],
+    }
+    tmp = image_dir / ".image.json"
+    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, image_dir / "image.json")
