@@ -1,0 +1,135 @@
+"""JobService over real gRPC with the official gapic client: Create, Get, List, Cancel, Delete."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.api_core import exceptions
+from google.cloud.aiplatform_v1.types.job_state import JobState
+
+import trainpool.emulator as emulator
+from trainpool.vertex.clients import job_client
+
+pytestmark = pytest.mark.timeout(60)
+
+PARENT = "projects/demo/locations/us-central1"
+DONE = {JobState.JOB_STATE_SUCCEEDED, JobState.JOB_STATE_FAILED, JobState.JOB_STATE_CANCELLED}
+
+
+def job(code: str, display_name: str = "demo", **labels: str) -> dict[str, Any]:
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": "local/none", "command": [sys.executable, "-c", code]},
+    }
+    return {"display_name": display_name, "labels": labels, "job_spec": {"worker_pool_specs": [pool]}}
+
+
+def wait(client: Any, name: str, timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = client.get_custom_job(name=name)
+        if got.state in DONE:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"{name} still {got.state.name} after {timeout}s")
+
+
+@pytest.fixture
+def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with emulator.start(tmp_path) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        yield job_client("us-central1")
+
+
+def test_create_get_list_delete(client: Any) -> None:
+    created = client.create_custom_job(parent=PARENT, custom_job=job("print('hi')", team="ml"))
+    assert created.name == f"{PARENT}/customJobs/1000"
+    assert created.state == JobState.JOB_STATE_QUEUED
+    assert created.labels == {"team": "ml"}
+    done = wait(client, created.name)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED
+    assert done.create_time <= done.start_time <= done.end_time <= done.update_time
+    assert done.job_spec == created.job_spec
+    listed = client.list_custom_jobs(parent=PARENT)
+    assert [j.name for j in listed] == [created.name]
+    client.delete_custom_job(name=created.name).result(timeout=5)
+    with pytest.raises(exceptions.NotFound, match="customJobs/1000 not found"):
+        client.get_custom_job(name=created.name)
+    assert list(client.list_custom_jobs(parent=PARENT)) == []
+
+
+def test_list_pages_and_filters(client: Any) -> None:
+    names = [
+        client.create_custom_job(parent=PARENT, custom_job=job("pass", f"job{i}")).name
+        for i in range(5)
+    ]
+    for name in names:
+        wait(client, name)
+    pages = client.list_custom_jobs(request={"parent": PARENT, "page_size": 2}).pages
+    assert [[j.display_name for j in page.custom_jobs] for page in pages] == [
+        ["job0", "job1"],
+        ["job2", "job3"],
+        ["job4"],
+    ]
+    picked = client.list_custom_jobs(
+        request={"parent": PARENT, "filter": 'display_name="job3" AND state=JOB_STATE_SUCCEEDED'}
+    )
+    assert [j.name for j in picked] == [names[3]]
+    with pytest.raises(exceptions.InvalidArgument, match="filter: 'create_time>1'"):
+        client.list_custom_jobs(request={"parent": PARENT, "filter": "create_time>1"})
+
+
+def test_cancel_running_then_refuse_second_cancel(client: Any) -> None:
+    created = client.create_custom_job(parent=PARENT, custom_job=job("import time; time.sleep(60)"))
+    with pytest.raises(exceptions.FailedPrecondition, match="Cannot delete CustomJob"):
+        client.delete_custom_job(name=created.name)
+    client.cancel_custom_job(name=created.name)
+    done = wait(client, created.name)
+    assert done.state == JobState.JOB_STATE_CANCELLED
+    assert (done.error.code, done.error.message) == (1, "CANCELED")
+    with pytest.raises(exceptions.FailedPrecondition, match="already in state JOB_STATE_CANCELLED"):
+        client.cancel_custom_job(name=created.name)
+
+
+def test_errors_name_the_field(client: Any) -> None:
+    with pytest.raises(exceptions.NotFound, match=f"CustomJob {PARENT}/customJobs/42 not found"):
+        client.get_custom_job(name=f"{PARENT}/customJobs/42")
+    with pytest.raises(exceptions.InvalidArgument, match="parent: 'projects/demo'"):
+        client.create_custom_job(parent="projects/demo", custom_job=job("pass"))
+    with pytest.raises(exceptions.InvalidArgument, match="display_name"):
+        client.create_custom_job(parent=PARENT, custom_job=job("pass", ""))
+    with pytest.raises(exceptions.InvalidArgument, match="name: 'customJobs/1'"):
+        client.get_custom_job(name="customJobs/1")
+    assert list(client.list_custom_jobs(parent=PARENT)) == []
+
+
+def test_unavailable_fault_is_seeded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def outcomes() -> list[str]:
+        faults = emulator.Faults(unavailable_rate=0.5, seed=7, methods=("GetCustomJob",))
+        with emulator.start(tmp_path / str(time.monotonic_ns()), faults=faults) as emu:
+            monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+            client = job_client("us-central1")
+            seen = []
+            for _ in range(12):
+                try:
+                    client.get_custom_job(name=f"{PARENT}/customJobs/1", retry=None)
+                except exceptions.ServiceUnavailable:
+                    seen.append("unavailable")
+                except exceptions.NotFound:
+                    seen.append("not_found")
+            return seen
+
+    first = outcomes()
+    assert first == outcomes()
+    assert {"unavailable", "not_found"} == set(first)
+
+
+def test_bad_fault_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="unavailable_rate: 1.5; accepted: a share from 0.0 to 1.0"):
+        emulator.Faults(unavailable_rate=1.5)

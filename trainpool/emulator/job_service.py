@@ -1,0 +1,129 @@
+"""``google.cloud.aiplatform.v1.JobService``: CustomJob and HyperparameterTuningJob.
+
+Create, Get, List, Cancel and Delete for both kinds. Requests and responses are
+the real aiplatform proto types; errors are real gRPC status codes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from google.cloud.aiplatform_v1.types import custom_job as cj
+from google.cloud.aiplatform_v1.types import job_service as js
+from google.cloud.aiplatform_v1.types.job_state import JobState
+from google.longrunning import operations_pb2
+from google.protobuf import any_pb2, empty_pb2
+
+from trainpool.emulator import validation
+from trainpool.emulator.convert import job_spec_rest
+from trainpool.emulator.job_store import CUSTOM, TERMINAL, TUNING, JobStore
+from trainpool.emulator.list_filter import matches, parse_filter
+from trainpool.emulator.rpc import invalid, not_found, precondition, unary
+from trainpool.emulator.runner import Runner
+from trainpool.emulator.state import EmulatorState
+
+SERVICE = "google.cloud.aiplatform.v1.JobService"
+DEFAULT_PAGE_SIZE = 100
+LABELS = {CUSTOM: "CustomJob", TUNING: "HyperparameterTuningJob"}
+
+
+class JobService:
+    def __init__(self, state: EmulatorState, runner: Runner) -> None:
+        self.store = runner.store
+        self.runner = runner
+        self.state = state
+
+    def _get(self, name: str, kind: str) -> Any:
+        validation.check_name(name, kind)
+        job = self.store.get(name)
+        if job is None:
+            raise not_found(f"{LABELS[kind]} {name} not found.")
+        return job
+
+    def create_custom_job(self, request: js.CreateCustomJobRequest) -> cj.CustomJob:
+        validation.check_parent(request.parent)
+        job = request.custom_job
+        if not job.display_name:
+            raise invalid("custom_job.display_name: '' is empty; accepted: a non-empty name")
+        validation.check_job_spec(job_spec_rest(job.job_spec))
+        job = self.store.insert(CUSTOM, request.parent, job)
+        self.runner.submit(job.name, self.runner.run_custom_job)
+        return job
+
+    def list_jobs(self, kind: str, request: Any) -> tuple[list[Any], str]:
+        validation.check_parent(request.parent)
+        conditions = parse_filter(request.filter)
+        try:
+            after = int(request.page_token or 0)
+        except ValueError as err:
+            raise invalid(
+                f"page_token: {request.page_token!r} is not a token this server gave; "
+                "accepted: the next_page_token of the previous page"
+            ) from err
+        size = request.page_size or DEFAULT_PAGE_SIZE
+        jobs = [j for j in self.store.list(kind, request.parent, after) if matches(j, conditions)]
+        page = jobs[:size]
+        token = page[-1].name.rsplit("/", 1)[-1] if len(jobs) > size else ""
+        return page, token
+
+    def cancel(self, name: str, kind: str) -> empty_pb2.Empty:
+        job = self._get(name, kind)
+        if job.state in TERMINAL:
+            raise precondition(
+                f"Cannot cancel {LABELS[kind]} {name}: it is already in state {job.state.name}."
+            )
+
+        def mark(record: Any) -> None:
+            if record.state not in TERMINAL:
+                record.state = JobState.JOB_STATE_CANCELLING
+
+        self.store.update(name, mark)
+        self.runner.cancel(name)
+        return empty_pb2.Empty()
+
+    def delete(self, name: str, kind: str) -> operations_pb2.Operation:
+        job = self._get(name, kind)
+        if job.state not in TERMINAL:
+            raise precondition(
+                f"Cannot delete {LABELS[kind]} {name} in state {job.state.name}: "
+                "cancel it and wait until it ends."
+            )
+        self.store.delete(name)
+        response = any_pb2.Any()
+        response.Pack(empty_pb2.Empty())
+        return operations_pb2.Operation(
+            name=f"{name}/operations/{self.state.new_id('operation')}", done=True, response=response
+        )
+
+
+def handler(state: EmulatorState) -> grpc.GenericRpcHandler:
+    """The JobService handler; recovers jobs a dead server left running, stops jobs on stop."""
+    runner = Runner(state, JobStore(state), kill=state.faults.kill)
+    runner.recover()
+    state.on_stop(runner.shutdown)
+    service = JobService(state, runner)
+    ser_custom = cj.CustomJob.serialize
+    ser_empty = empty_pb2.Empty.SerializeToString
+    ser_op = operations_pb2.Operation.SerializeToString
+
+    def list_custom(request: js.ListCustomJobsRequest) -> js.ListCustomJobsResponse:
+        jobs, token = service.list_jobs(CUSTOM, request)
+        return js.ListCustomJobsResponse(custom_jobs=jobs, next_page_token=token)
+
+    methods = {
+        "CreateCustomJob": unary(service.create_custom_job, js.CreateCustomJobRequest, ser_custom),
+        "GetCustomJob": unary(
+            lambda r: service._get(r.name, CUSTOM), js.GetCustomJobRequest, ser_custom
+        ),
+        "ListCustomJobs": unary(
+            list_custom, js.ListCustomJobsRequest, js.ListCustomJobsResponse.serialize
+        ),
+        "CancelCustomJob": unary(
+            lambda r: service.cancel(r.name, CUSTOM), js.CancelCustomJobRequest, ser_empty
+        ),
+        "DeleteCustomJob": unary(
+            lambda r: service.delete(r.name, CUSTOM), js.DeleteCustomJobRequest, ser_op
+        ),
+    }
+    return grpc.method_handlers_generic_handler(SERVICE, methods)

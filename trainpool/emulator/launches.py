@@ -1,0 +1,153 @@
+"""Turn a CustomJobSpec (REST JSON) into one :class:`Launch` per replica.
+
+A pool runs, in this order of preference:
+- ``pythonPackageSpec``: ``python -m MODULE ARGS`` with the package URIs on the path;
+- ``containerSpec`` whose image is in the local image store: the image's ENTRYPOINT + CMD
+  (``command`` replaces ENTRYPOINT, ``args`` replace CMD, as Docker does) with the
+  image's interpreter for a leading ``python``/``python3``;
+- ``containerSpec`` with a ``command`` only: that command on the host, with a warning;
+- otherwise the job cannot run: :class:`LaunchError` says how to make the image local.
+A Reduction Server pool is in CLUSTER_SPEC but not started (its transport is an NCCL plugin).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainpool.cluster_env import build_env, layout, local_hosts
+from trainpool.emulator import packages
+from trainpool.emulator.processes import Launch
+
+PYTHONS = ("python", "python3")
+
+
+class LaunchError(Exception):
+    """A pool cannot be started locally; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What every replica of one job (or one trial) shares."""
+
+    root: Path
+    job_id: str
+    job_dir: Path
+    project: str
+    region: str
+    trial_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Program:
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+
+
+def plan_launches(
+    spec: dict[str, Any], ctx: JobContext, note: Callable[[str], None]
+) -> list[Launch]:
+    """One launch per replica of pools 0, 1, 2 (unless a Reduction Server) and 3."""
+    hosts = local_hosts(spec)
+    pools = layout.pool_specs(spec)
+    metric_file = ctx.job_dir / "hypertune" / "output.metrics"
+    programs: dict[int, Program] = {}
+    launches = []
+    for pool, index in layout.replicas(spec):
+        pool_spec = pools[pool]
+        if pool == 2 and layout.is_reduction_server(pool_spec):
+            if index == 0:
+                note(
+                    f"workerpool2 is a Reduction Server ({layout.image_uri(pool_spec)}): listed in "
+                    "CLUSTER_SPEC but not started locally (its transport is an NCCL plugin)"
+                )
+            continue
+        if pool not in programs:
+            programs[pool] = program_for(pool, pool_spec, ctx, note)
+        program = programs[pool]
+        env = dict(os.environ)
+        env.update(program.env)
+        env.update(
+            build_env(
+                spec,
+                pool,
+                index,
+                hosts=hosts,
+                trial_id=ctx.trial_id,
+                job_id=ctx.job_id,
+                project=ctx.project,
+                region=ctx.region,
+                metric_file=str(metric_file),
+            )
+        )
+        env["TRAINPOOL_GCS_ROOT"] = str(ctx.root / "gcs")
+        env["PYTHONUNBUFFERED"] = "1"
+        name = f"workerpool{pool}-{index}"
+        launches.append(
+            Launch(name, pool, program.argv, env, program.cwd, ctx.job_dir / f"{name}.log")
+        )
+    return launches
+
+
+def _env_list(items: list[dict[str, Any]] | None) -> dict[str, str]:
+    return {str(item["name"]): str(item.get("value", "")) for item in items or []}
+
+
+def program_for(
+    pool: int, pool_spec: dict[str, Any], ctx: JobContext, note: Callable[[str], None]
+) -> Program:
+    """The command, working directory and extra environment of one pool."""
+    package = pool_spec.get("pythonPackageSpec")
+    if package:
+        path_entries = packages.install(
+            package.get("packageUris", []), ctx.root, ctx.job_dir / f"workerpool{pool}-site"
+        )
+        env = _env_list(package.get("env"))
+        env["PYTHONPATH"] = os.pathsep.join(
+            [*map(str, path_entries), os.environ.get("PYTHONPATH", "")]
+        ).rstrip(os.pathsep)
+        argv = [sys.executable, "-m", package["pythonModule"], *package.get("args", [])]
+        return Program(argv, ctx.job_dir, env)
+    container = pool_spec.get("containerSpec") or {}
+    image_uri = container.get("imageUri", "")
+    command = list(container.get("command", []))
+    args = list(container.get("args", []))
+    env = _env_list(container.get("env"))
+    image = _lookup(image_uri, ctx.root) if image_uri else None
+    if image is not None:
+        entry = command or list(image.entrypoint or [])
+        rest = args if args or command else list(image.cmd or [])
+        argv = _with_python(entry + rest, str(image.python))
+        workdir = Path(image.workdir) if image.workdir else None
+        cwd = workdir if workdir is not None and workdir.is_dir() else Path(image.context_dir)
+        return Program(argv, cwd, {**dict(image.env or {}), **env})
+    if command:
+        note(
+            f"warning: workerpool{pool}: image {image_uri!r} is not in the local image store; "
+            "running its command on the host"
+        )
+        return Program(_with_python(command + args, sys.executable), ctx.job_dir, env)
+    raise LaunchError(
+        f"workerPoolSpecs[{pool}].containerSpec.imageUri: {image_uri!r} is not in the local image "
+        "store and the pool has no command to run on the host; make it available locally with "
+        "`trainpool build-image DIR --local` (or give containerSpec.command)"
+    )
+
+
+def _with_python(argv: list[str], python: str) -> list[str]:
+    if argv and argv[0] in PYTHONS:
+        return [python, *argv[1:]]
+    return argv
+
+
+def _lookup(image_uri: str, root: Path) -> Any:
+    try:
+        from trainpool.build import local_store
+    except ImportError:
+        return None
+    return local_store.lookup(image_uri, root)

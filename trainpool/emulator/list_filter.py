@@ -1,0 +1,54 @@
+"""The ``filter`` of List calls: the subset of AIP-160 that job listings use.
+
+Accepted: conditions joined by ``AND``, each ``state=JOB_STATE_X`` (or ``!=``),
+``display_name="NAME"`` (or ``!=``), or ``labels.KEY="VALUE"``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from trainpool.emulator.rpc import invalid
+
+_CONDITION = re.compile(
+    r'^\s*(state|display_name|labels\.[\w-]+)\s*(!=|=)\s*("([^"]*)"|[\w-]+)\s*$'
+)
+
+
+@dataclass(frozen=True)
+class Condition:
+    field: str
+    negate: bool
+    value: str
+
+
+def parse_filter(text: str) -> list[Condition]:
+    """The conditions of ``text``; INVALID_ARGUMENT naming the part that is not understood."""
+    if not text.strip():
+        return []
+    conditions = []
+    for part in re.split(r"\s+AND\s+", text.strip()):
+        match = _CONDITION.match(part)
+        if match is None:
+            raise invalid(
+                f"filter: {part!r} in {text!r} is not understood; accepted: conditions joined by "
+                'AND, each state=JOB_STATE_X, display_name="NAME" or labels.KEY="VALUE" '
+                "(= or !=)"
+            )
+        value = match.group(4) if match.group(4) is not None else match.group(3)
+        conditions.append(Condition(match.group(1), match.group(2) == "!=", value))
+    return conditions
+
+
+def _value(job: Any, field: str) -> str:
+    if field == "state":
+        return str(job.state.name)
+    if field == "display_name":
+        return str(job.display_name)
+    return str(job.labels.get(field.split(".", 1)[1], ""))
+
+
+def matches(job: Any, conditions: list[Condition]) -> bool:
+    return all((_value(job, c.field) == c.value) != c.negate for c in conditions)

@@ -1,0 +1,258 @@
+"""``google.cloud.aiplatform.v1.PipelineService``: PipelineJobs that run locally.
+
+Create, Get, List and Cancel. A created job's pipeline spec is written to
+``<root>/pipelines/<id>/pipeline.json`` and run in the background by
+``trainpool run --local`` (kfp.local against this emulator), in its own process
+group, with its transcript in ``<root>/pipelines/<id>/run.log``. The job's
+state follows that process: RUNNING, then SUCCEEDED or FAILED by its exit
+status; Cancel stops the process group and ends in CANCELLED.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+from datetime import datetime, timezone
+from typing import Any
+
+import grpc
+from google.cloud.aiplatform_v1.types import pipeline_job as pj
+from google.cloud.aiplatform_v1.types import pipeline_service as ps
+from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
+from google.protobuf import empty_pb2
+from google.rpc import code_pb2
+
+from trainpool.emulator import processes, validation
+from trainpool.emulator.list_filter import matches, parse_filter
+from trainpool.emulator.rpc import RpcError, invalid, not_found, precondition, unary
+from trainpool.emulator.state import EmulatorState
+
+SERVICE = "google.cloud.aiplatform.v1.PipelineService"
+KIND = "pipelineJobs"
+EMULATOR_ENV = "VERTEX_AI_EMULATOR_HOST"
+DEFAULT_PAGE_SIZE = 100
+JOB_ID = re.compile(r"^[a-z0-9][-a-z0-9]{0,127}$")
+TERMINAL = frozenset(
+    {
+        PipelineState.PIPELINE_STATE_SUCCEEDED,
+        PipelineState.PIPELINE_STATE_FAILED,
+        PipelineState.PIPELINE_STATE_CANCELLED,
+    }
+)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pipeline_jobs (
+  name TEXT PRIMARY KEY,
+  parent TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  proto BLOB NOT NULL
+);
+"""
+_RUN_CLI = "from trainpool.cli import main; main()"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def param_args(values: dict[str, Any]) -> list[str]:
+    """``--param NAME=VALUE`` arguments: strings verbatim, everything else as JSON."""
+    args: list[str] = []
+    for name, value in sorted(values.items()):
+        text = value if isinstance(value, str) else json.dumps(value)
+        args += ["--param", f"{name}={text}"]
+    return args
+
+
+class PipelineService:
+    def __init__(self, state: EmulatorState) -> None:
+        self.state = state
+        self.db = state.db
+        self.db.executescript(_SCHEMA)
+        self._lock = threading.RLock()
+        self._runs: dict[str, processes.Replica] = {}
+        self._closed = False
+
+    def get(self, name: str) -> pj.PipelineJob:
+        validation.check_name(name, KIND)
+        rows = self.db.execute("SELECT proto FROM pipeline_jobs WHERE name = ?", (name,))
+        if not rows:
+            raise not_found(f"PipelineJob {name} not found.")
+        return pj.PipelineJob.deserialize(rows[0]["proto"])
+
+    def _save(self, job: pj.PipelineJob) -> None:
+        job.update_time = _now()
+        self.db.execute(
+            "UPDATE pipeline_jobs SET state = ?, proto = ? WHERE name = ?",
+            (int(job.state), pj.PipelineJob.serialize(job), job.name),
+        )
+
+    def create(self, request: ps.CreatePipelineJobRequest) -> pj.PipelineJob:
+        validation.check_parent(request.parent)
+        job = request.pipeline_job
+        spec = dict(job.pipeline_spec)
+        if "root" not in spec or "pipelineInfo" not in spec:
+            raise invalid(
+                "pipeline_job.pipeline_spec: has no 'root' and 'pipelineInfo'; "
+                "accepted: a compiled KFP pipeline (the YAML `trainpool compile` writes)"
+            )
+        root_uri = job.runtime_config.gcs_output_directory
+        if not root_uri.startswith("gs://"):
+            raise invalid(
+                f"pipeline_job.runtime_config.gcs_output_directory: {root_uri!r}; "
+                "accepted: a pipeline root such as gs://BUCKET/PATH"
+            )
+        declared = spec["root"].get("inputDefinitions", {}).get("parameters", {})
+        unknown = sorted(set(job.runtime_config.parameter_values) - set(declared))
+        if unknown:
+            raise invalid(
+                f"pipeline_job.runtime_config.parameter_values: {', '.join(unknown)} not declared "
+                f"by the pipeline; accepted: {', '.join(sorted(declared)) or 'none'}"
+            )
+        job_id = request.pipeline_job_id or self.state.new_id("pipeline")
+        if not JOB_ID.match(job_id):
+            raise invalid(
+                f"pipeline_job_id: {job_id!r}; accepted: up to 128 lowercase letters, "
+                "digits and hyphens, starting with a letter or digit"
+            )
+        job.name = f"{request.parent}/{KIND}/{job_id}"
+        job.state = PipelineState.PIPELINE_STATE_QUEUED
+        job.create_time = job.update_time = _now()
+        with self._lock:
+            if self.db.execute("SELECT 1 FROM pipeline_jobs WHERE name = ?", (job.name,)):
+                raise RpcError(grpc.StatusCode.ALREADY_EXISTS, f"PipelineJob {job.name} exists.")
+            self.db.execute(
+                "INSERT INTO pipeline_jobs (name, parent, seq, state, proto) VALUES (?, ?, ?, ?, ?)",
+                (
+                    job.name,
+                    request.parent,
+                    int(self.state.new_id("pipeline-seq")),
+                    int(job.state),
+                    pj.PipelineJob.serialize(job),
+                ),
+            )
+            self._start(job, spec)
+        return self.get(job.name)
+
+    def _start(self, job: pj.PipelineJob, spec: dict[str, Any]) -> None:
+        folder = self.state.root / "pipelines" / job.name.rsplit("/", 1)[-1]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "pipeline.json").write_text(json.dumps(spec, sort_keys=True), encoding="utf-8")
+        address = os.environ.get(EMULATOR_ENV, "")
+        if not address:
+            self._finish(job.name, 1, f"{EMULATOR_ENV} is not set in the emulator's process")
+            return
+        argv = [sys.executable, "-c", _RUN_CLI, "run", str(folder / "pipeline.json"), "--local"]
+        argv += ["--root", str(self.state.root)]
+        argv += param_args(dict(job.runtime_config.parameter_values))
+        env = dict(os.environ, **{EMULATOR_ENV: address, "TRAINPOOL_HOME": str(self.state.root)})
+        launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
+        run = processes.start(launch)
+        self._runs[job.name] = run
+        job.state = PipelineState.PIPELINE_STATE_RUNNING
+        job.start_time = _now()
+        self._save(job)
+        threading.Thread(target=self._wait, args=(job.name, run), daemon=True).start()
+
+    def _wait(self, name: str, run: processes.Replica) -> None:
+        code = run.proc.wait()
+        with self._lock:
+            if not self._closed:
+                self._finish(name, code, processes.tail(run.launch.log, 5))
+
+    def _finish(self, name: str, code: int, log_tail: str) -> None:
+        with self._lock:
+            self._runs.pop(name, None)
+            job = self.get(name)
+            if job.state in TERMINAL:
+                return
+            if job.state == PipelineState.PIPELINE_STATE_CANCELLING:
+                job.state = PipelineState.PIPELINE_STATE_CANCELLED
+                job.error.code = code_pb2.CANCELLED
+                job.error.message = "cancelled"
+            elif code == 0:
+                job.state = PipelineState.PIPELINE_STATE_SUCCEEDED
+            else:
+                job.state = PipelineState.PIPELINE_STATE_FAILED
+                job.error.code = code_pb2.INTERNAL
+                job.error.message = f"the local run exited with status {code}: {log_tail}"
+            job.end_time = _now()
+            self._save(job)
+
+    def list(self, request: ps.ListPipelineJobsRequest) -> ps.ListPipelineJobsResponse:
+        validation.check_parent(request.parent)
+        conditions = parse_filter(request.filter)
+        try:
+            after = int(request.page_token or 0)
+        except ValueError as err:
+            raise invalid(
+                f"page_token: {request.page_token!r}; accepted: the previous next_page_token"
+            ) from err
+        rows = self.db.execute(
+            "SELECT seq, proto FROM pipeline_jobs WHERE parent = ? AND seq > ? ORDER BY seq",
+            (request.parent, after),
+        )
+        found = [(r["seq"], pj.PipelineJob.deserialize(r["proto"])) for r in rows]
+        found = [(seq, job) for seq, job in found if matches(job, conditions)]
+        size = request.page_size or DEFAULT_PAGE_SIZE
+        token = str(found[size - 1][0]) if len(found) > size else ""
+        return ps.ListPipelineJobsResponse(
+            pipeline_jobs=[job for _, job in found[:size]], next_page_token=token
+        )
+
+    def cancel(self, request: ps.CancelPipelineJobRequest) -> empty_pb2.Empty:
+        with self._lock:
+            job = self.get(request.name)
+            if job.state in TERMINAL:
+                raise precondition(
+                    f"Cannot cancel PipelineJob {job.name}: it is already {job.state.name}."
+                )
+            job.state = PipelineState.PIPELINE_STATE_CANCELLING
+            self._save(job)
+            run = self._runs.get(job.name)
+        if run is None:
+            self._finish(job.name, 1, "")
+        else:
+            processes.stop([run])
+        return empty_pb2.Empty()
+
+    def stop_all(self) -> None:
+        """On emulator stop: end every local run; their jobs end FAILED."""
+        with self._lock:
+            self._closed = True
+            runs = dict(self._runs)
+        processes.stop(list(runs.values()))
+        for name in runs:
+            self._finish(name, 1, "the emulator stopped while the pipeline ran")
+
+    def recover(self) -> None:
+        """Jobs a previous server left unfinished have no process any more: mark them FAILED."""
+        marks = ",".join("?" * len(TERMINAL))
+        rows = self.db.execute(
+            f"SELECT name FROM pipeline_jobs WHERE state NOT IN ({marks})",
+            [int(s) for s in TERMINAL],
+        )
+        for row in rows:
+            self._finish(row["name"], 1, "the emulator stopped while the pipeline ran")
+
+
+def handler(state: EmulatorState) -> grpc.GenericRpcHandler:
+    """The PipelineService handler."""
+    service = PipelineService(state)
+    service.recover()
+    state.on_stop(service.stop_all)
+    ser_job = pj.PipelineJob.serialize
+    methods = {
+        "CreatePipelineJob": unary(service.create, ps.CreatePipelineJobRequest, ser_job),
+        "GetPipelineJob": unary(lambda r: service.get(r.name), ps.GetPipelineJobRequest, ser_job),
+        "ListPipelineJobs": unary(
+            service.list, ps.ListPipelineJobsRequest, ps.ListPipelineJobsResponse.serialize
+        ),
+        "CancelPipelineJob": unary(
+            service.cancel, ps.CancelPipelineJobRequest, empty_pb2.Empty.SerializeToString
+        ),
+    }
+    return grpc.method_handlers_generic_handler(SERVICE, methods)

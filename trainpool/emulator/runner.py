@@ -1,0 +1,190 @@
+"""Runs jobs in background threads and keeps track of their processes.
+
+Each job's replica process groups are recorded in SQLite while they run, so a
+server that restarts after a crash can stop what the dead server left behind and
+mark those jobs FAILED with a message saying so.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from google.cloud.aiplatform_v1.types.job_state import JobState
+from google.rpc import status_pb2
+
+from trainpool.emulator import processes
+from trainpool.emulator.convert import duration_s, job_spec_rest
+from trainpool.emulator.execution import CODE_INTERNAL, KillFault, Outcome, run_replicas
+from trainpool.emulator.job_log import JobLog
+from trainpool.emulator.job_store import JobStore, now
+from trainpool.emulator.launches import JobContext, LaunchError, plan_launches
+from trainpool.emulator.packages import PackageError
+from trainpool.emulator.processes import Replica
+from trainpool.emulator.state import EmulatorState
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replica_groups (
+  job TEXT NOT NULL, replica TEXT NOT NULL, pgid INTEGER NOT NULL
+);
+"""
+
+RESTART_MESSAGE = (
+    "The emulator stopped while this job was running (server restart or crash); "
+    "its replicas were stopped. Create the job again to rerun it."
+)
+STOPPED_MESSAGE = "The emulator was stopped while this job was running; its replicas were stopped."
+
+
+def parse_name(name: str) -> tuple[str, str, str]:
+    """``(project, location, id)`` of ``projects/P/locations/L/KIND/ID``."""
+    parts = name.split("/")
+    return parts[1], parts[3], parts[5]
+
+
+def run_spec(
+    spec: dict[str, Any],
+    ctx: JobContext,
+    *,
+    cancel: threading.Event,
+    on_started: Callable[[list[Replica]], None],
+    kill: KillFault | None,
+) -> Outcome:
+    """Plan and run the replicas of one CustomJobSpec; any setup problem is a FAILED outcome."""
+    note = JobLog(ctx.job_dir / "job.log")
+    try:
+        launches = plan_launches(spec, ctx, note)
+    except (LaunchError, PackageError) as err:
+        note(str(err))
+        return Outcome("FAILED", 3, str(err))
+    note(f"starting {len(launches)} replica(s): {', '.join(la.name for la in launches)}")
+    timeout = duration_s(spec.get("scheduling", {}).get("timeout", ""))
+    outcome = run_replicas(
+        launches, cancel=cancel, timeout_s=timeout, on_started=on_started, kill=kill
+    )
+    note(f"ended {outcome.state}" + (f": {outcome.message}" if outcome.message else ""))
+    return outcome
+
+
+class Runner:
+    """Starts, cancels and recovers jobs; one thread per running job."""
+
+    def __init__(self, state: EmulatorState, store: JobStore, kill: KillFault | None = None):
+        self.state = state
+        self.store = store
+        self.kill = kill
+        self._cancels: dict[str, threading.Event] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        state.db.executescript(_SCHEMA)
+
+    def job_dir(self, name: str) -> Path:
+        return self.state.jobs_dir(parse_name(name)[2])
+
+    def context(self, name: str, trial_id: str | None = None) -> JobContext:
+        project, location, job_id = parse_name(name)
+        job_dir = self.job_dir(name)
+        if trial_id is not None:
+            job_dir = job_dir / f"trial-{trial_id}"
+        return JobContext(self.state.root, job_id, job_dir, project, location, trial_id)
+
+    def record_groups(self, name: str, replicas: list[Replica]) -> None:
+        with self.state.db.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO replica_groups (job, replica, pgid) VALUES (?, ?, ?)",
+                [(name, r.launch.name, r.pgid) for r in replicas],
+            )
+
+    def forget_groups(self, name: str) -> None:
+        self.state.db.execute("DELETE FROM replica_groups WHERE job = ?", (name,))
+
+    def submit(self, name: str, work: Callable[[str, threading.Event], None]) -> None:
+        """Run ``work(name, cancel_event)`` in a thread of its own."""
+        cancel = threading.Event()
+        thread = threading.Thread(target=self._guard, args=(name, work, cancel), daemon=True)
+        with self._lock:
+            self._cancels[name] = cancel
+            self._threads[name] = thread
+        thread.start()
+
+    def _guard(
+        self, name: str, work: Callable[[str, threading.Event], None], cancel: threading.Event
+    ) -> None:
+        try:
+            work(name, cancel)
+        except Exception as err:  # noqa: BLE001 - a bug must still end the job visibly
+            self.finish(name, Outcome("FAILED", CODE_INTERNAL, f"Internal emulator error: {err!r}"))
+        finally:
+            self.forget_groups(name)
+            with self._lock:
+                self._cancels.pop(name, None)
+                self._threads.pop(name, None)
+
+    def cancel(self, name: str) -> bool:
+        """Ask a running job to stop; False when it is not running here."""
+        with self._lock:
+            event = self._cancels.get(name)
+        if event is None:
+            return False
+        event.set()
+        return True
+
+    def set_state(self, name: str, state: JobState) -> None:
+        def change(job: Any) -> None:
+            if job.state == JobState.JOB_STATE_CANCELLING:
+                return
+            job.state = state
+            if state == JobState.JOB_STATE_RUNNING:
+                job.start_time = now()
+
+        self.store.update(name, change)
+
+    def finish(self, name: str, outcome: Outcome) -> None:
+        """Record how the job ended; a job cancelled because the emulator stops is FAILED."""
+        if outcome.state == "CANCELLED" and self._stopping.is_set():
+            outcome = Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE)
+
+        def change(job: Any) -> None:
+            job.state = JobState[f"JOB_STATE_{outcome.state}"]
+            job.end_time = now()
+            if outcome.code:
+                job.error = status_pb2.Status(code=outcome.code, message=outcome.message)
+
+        self.store.update(name, change)
+
+    def run_custom_job(self, name: str, cancel: threading.Event) -> None:
+        """The life of one CustomJob: PENDING, RUNNING, then its outcome."""
+        job = self.store.get(name)
+        self.set_state(name, JobState.JOB_STATE_PENDING)
+        spec = job_spec_rest(job.job_spec)
+
+        def started(replicas: list[Replica]) -> None:
+            self.record_groups(name, replicas)
+            self.set_state(name, JobState.JOB_STATE_RUNNING)
+
+        ctx = self.context(name)
+        outcome = run_spec(spec, ctx, cancel=cancel, on_started=started, kill=self.kill)
+        self.finish(name, outcome)
+
+    def recover(self) -> None:
+        """After a restart: stop what a dead server left running and mark its jobs FAILED."""
+        rows = self.state.db.execute("SELECT pgid FROM replica_groups")
+        processes.stop_groups([int(row["pgid"]) for row in rows])
+        self.state.db.execute("DELETE FROM replica_groups")
+        for name in self.store.unfinished():
+            self.finish(name, Outcome("FAILED", CODE_INTERNAL, RESTART_MESSAGE))
+
+    def shutdown(self) -> None:
+        """Stop every running job (marked FAILED: the emulator stopped) and wait for them."""
+        self._stopping.set()
+        with self._lock:
+            running = dict(self._threads)
+            for event in self._cancels.values():
+                event.set()
+        for thread in running.values():
+            thread.join(timeout=30)
+        for name in self.store.unfinished():
+            self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
