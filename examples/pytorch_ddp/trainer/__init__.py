@@ -1,0 +1,1 @@
+"""PyTorch DDP example trainer for Vertex AI (run as ``python -m trainer.task``)."""
