@@ -1,0 +1,108 @@
+"""Rules of one pool: replica count, disk, and what it runs (container or Python package)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainpool.cluster_env.layout import is_reduction_server
+from trainpool.plan.findings import Findings, is_whole, show
+from trainpool.plan.machine_rules import check_machine
+from trainpool.plan.naming import Namer
+
+BOOT_DISK_TYPES = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
+BOOT_DISK_GB = (100, 64000)
+
+
+def check_pool(
+    index: int, pool: dict[str, Any], names: Namer, found: Findings, *, launch: bool
+) -> None:
+    """Every rule of one non-empty pool; ``launch=False`` while planning (image comes later)."""
+    reducer = index == 2 and is_reduction_server(pool)
+    _check_replicas(index, pool.get("replicaCount"), names, found, launch=launch, reducer=reducer)
+    check_machine(index, pool.get("machineSpec"), names, found, cpu_only=reducer)
+    _check_disk(index, pool.get("diskSpec") or {}, names, found)
+    if not reducer:
+        _check_runtime(index, pool, names, found, launch=launch)
+
+
+def _check_replicas(
+    index: int, count: Any, names: Namer, found: Findings, *, launch: bool, reducer: bool
+) -> None:
+    where = names.pool(index, "replicaCount")
+    if count is None:
+        if not (reducer and not launch):
+            found.error(where, "missing; accepted: a whole number >= 1")
+        return
+    if not is_whole(count) or count < 1:
+        found.error(where, f"{show(count)} is not accepted; accepted: a whole number >= 1")
+    elif index == 0 and count != 1:
+        found.error(
+            where,
+            f"{count} is not accepted; accepted: 1 (the primary is one replica; "
+            "put more replicas in workers)",
+        )
+
+
+def _check_disk(index: int, disk: dict[str, Any], names: Namer, found: Findings) -> None:
+    kind = disk.get("bootDiskType")
+    if kind is not None and kind not in BOOT_DISK_TYPES:
+        found.error(
+            names.pool(index, "diskSpec.bootDiskType"),
+            f"{show(kind)} is not accepted; accepted: {', '.join(BOOT_DISK_TYPES)}",
+        )
+    size = disk.get("bootDiskSizeGb")
+    low, high = BOOT_DISK_GB
+    if size is not None and (not is_whole(size) or not low <= size <= high):
+        found.error(
+            names.pool(index, "diskSpec.bootDiskSizeGb"),
+            f"{show(size)} is not accepted; accepted: a whole number of GB from {low} to {high}",
+        )
+
+
+def _check_runtime(
+    index: int, pool: dict[str, Any], names: Namer, found: Findings, *, launch: bool
+) -> None:
+    container = pool.get("containerSpec")
+    package = pool.get("pythonPackageSpec")
+    if container and package:
+        found.error(
+            names.pool(index, "pythonPackageSpec"),
+            "given together with a container; accepted: a container image or a Python "
+            "package, not both",
+        )
+        return
+    if package:
+        for key in ("executorImageUri", "pythonModule"):
+            if not isinstance(package.get(key), str) or not package.get(key):
+                found.error(
+                    names.pool(index, f"pythonPackageSpec.{key}"),
+                    f"{show(package.get(key))} is not accepted; accepted: a non-empty string",
+                )
+        uris = package.get("packageUris")
+        if not isinstance(uris, list) or not uris:
+            found.error(
+                names.pool(index, "pythonPackageSpec.packageUris"),
+                f"{show(uris)} is not accepted; accepted: a list of gs:// package URIs",
+            )
+        _check_env(index, package.get("env"), "pythonPackageSpec.env", names, found)
+        return
+    image = (container or {}).get("imageUri")
+    if not image:
+        message = (
+            "no container image; accepted: an image URI, or a python_package "
+            "(the pipeline's built image fills it at launch)"
+        )
+        if launch:
+            found.error(names.pool(index, "containerSpec.imageUri"), message)
+        else:
+            found.warn(names.pool(index, "containerSpec.imageUri"), message)
+    _check_env(index, (container or {}).get("env"), "containerSpec.env", names, found)
+
+
+def _check_env(index: int, env: Any, field: str, names: Namer, found: Findings) -> None:
+    for entry in env or []:
+        if not isinstance(entry, dict) or not entry.get("name"):
+            found.error(
+                names.pool(index, field),
+                f"{show(entry)} is not accepted; accepted: {{name: NAME, value: VALUE}}",
+            )
