@@ -47,7 +47,5 @@ def split_host(host: str) -> tuple[str, int]:
     """``"host:port"`` → ``("host", port)``; a clear error for anything else."""
     name, sep, port = host.rpartition(":")
     if not sep or not name or not port.isdigit():
-        raise ValueError(
-            f"host {host!r} is not of the form NAME:PORT; accepted: e.g. 10.0.0.2:2222"
-        )
+        raise ValueError(f"host: {host!r} is not NAME:PORT; accepted: e.g. 10.0.0.2:2222")
     return name, int(port)
