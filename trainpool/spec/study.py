@@ -48,7 +48,11 @@ ENUM_NUMBERS = {
         3: "UNIT_REVERSE_LOG_SCALE",
     },
     "algorithm": {0: "ALGORITHM_UNSPECIFIED", 2: "GRID_SEARCH", 3: "RANDOM_SEARCH"},
-    "measurementSelectionType": {1: "LAST_MEASUREMENT", 2: "BEST_MEASUREMENT"},
+    "measurementSelectionType": {
+        0: "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED",
+        1: "LAST_MEASUREMENT",
+        2: "BEST_MEASUREMENT",
+    },
 }
 _TOP_KEYS = ("metrics", "parameters", "algorithm", "measurement")
 _PARAM_KEYS = {
@@ -187,7 +191,11 @@ def from_study_spec(rest: dict[str, Any]) -> dict[str, Any]:
         "parameters": parameters,
         "algorithm": _short(ALGORITHMS, "algorithm", rest.get("algorithm", 0)),
     }
-    if rest.get("measurementSelectionType") not in (None, 0):
+    if rest.get("measurementSelectionType") not in (
+        None,
+        0,
+        ENUM_NUMBERS["measurementSelectionType"][0],
+    ):
         study["measurement"] = _short(
             MEASUREMENTS, "measurementSelectionType", rest["measurementSelectionType"]
         )
