@@ -1,0 +1,179 @@
+"""Cloud Build backend: context tarball to Cloud Storage, build, wait, push to Artifact Registry.
+
+The context goes to ``gs://BUCKET/trainpool/contexts/<digest>.tar.gz``; the build
+runs ``docker build`` on it and pushes the image (Cloud Build's ``images``). Its
+logs URL is printed, the build is polled until it ends, and SIGTERM (a cancelled
+pipeline task) cancels it. A successful build leaves
+``gs://BUCKET/trainpool/images/<digest>.json`` (image URI with digest): that
+marker is how a later run knows the image exists and skips the build.
+
+With ``VERTEX_AI_EMULATOR_HOST`` set the client talks to the trainpool emulator
+over insecure loopback gRPC; ``STORAGE_EMULATOR_HOST`` likewise points
+google-cloud-storage at a storage emulator.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, BinaryIO, Protocol
+
+from trainpool.vertex.clients import emulator_host
+
+DOCKER_STEP = "gcr.io/cloud-builders/docker"
+CONTEXTS = "trainpool/contexts"
+MARKERS = "trainpool/images"
+DEFAULT_TIMEOUT_S = 3600
+
+
+class Context(Protocol):
+    """What a build needs of a build context (``trainpool.build.context.BuildContext``)."""
+
+    build_args: Mapping[str, str]
+
+    @property
+    def digest(self) -> str: ...
+
+    def write_tarball(self, out: BinaryIO) -> None: ...
+
+
+class BuildFailed(RuntimeError):
+    """A build ended in a state other than SUCCESS."""
+
+
+def cloud_build_client() -> Any:
+    """A ``CloudBuildClient`` (or one talking to the emulator when it is set)."""
+    from google.cloud.devtools.cloudbuild_v1 import CloudBuildClient
+
+    host = emulator_host()
+    if host is None:
+        return CloudBuildClient()
+    import grpc
+    from google.cloud.devtools.cloudbuild_v1.services.cloud_build.transports import (
+        CloudBuildGrpcTransport,
+    )
+
+    return CloudBuildClient(
+        transport=CloudBuildGrpcTransport(host=host, channel=grpc.insecure_channel(host))
+    )
+
+
+def build_request(image: str, bucket: str, obj: str, build_args: Mapping[str, str]) -> Any:
+    """The ``Build`` that builds the uploaded context and pushes ``image``."""
+    from google.cloud.devtools.cloudbuild_v1 import types
+
+    args = ["build", "--tag", image]
+    args += [f"--build-arg={k}={v}" for k, v in sorted(build_args.items())]
+    return types.Build(
+        source=types.Source(storage_source=types.StorageSource(bucket=bucket, object_=obj)),
+        steps=[types.BuildStep(name=DOCKER_STEP, args=[*args, "."])],
+        images=[image],
+        tags=["trainpool", image.rsplit(":", 1)[1]],
+        timeout={"seconds": DEFAULT_TIMEOUT_S},
+    )
+
+
+@contextmanager
+def cancel_on_sigterm(cancel: Callable[[], None]) -> Iterator[None]:
+    """While inside, SIGTERM calls ``cancel`` and then raises ``BuildFailed``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        cancel()
+        raise BuildFailed("build cancelled: SIGTERM received")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class CloudBuildBackend:
+    """Builds with Cloud Build in ``project``; contexts and markers in ``bucket``."""
+
+    name = "cloud-build"
+
+    def __init__(
+        self,
+        project: str,
+        bucket: str = "",
+        poll_s: float = 2.0,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        if not project:
+            raise ValueError("project: '' is empty; accepted: the Google Cloud project to build in")
+        self.project = project
+        self.bucket_name = bucket or f"{project}_cloudbuild"
+        self.poll_s = poll_s
+        self.log = log
+        self.client = cloud_build_client()
+        from google.cloud import storage  # type: ignore[attr-defined]
+
+        self.bucket = storage.Client(project=project).bucket(self.bucket_name)
+
+    def find(self, image: str, digest: str) -> str | None:
+        marker = self.bucket.blob(f"{MARKERS}/{digest}.json")
+        if not marker.exists():
+            return None
+        found: str = json.loads(marker.download_as_bytes())["imageUri"]
+        return found
+
+    def upload(self, context: Context) -> str:
+        """Upload the context tarball (once per digest); return its object name."""
+        obj = f"{CONTEXTS}/{context.digest}.tar.gz"
+        blob = self.bucket.blob(obj)
+        if not blob.exists():
+            data = io.BytesIO()
+            context.write_tarball(data)
+            blob.upload_from_string(data.getvalue(), content_type="application/gzip")
+        return obj
+
+    def wait(self, build_id: str) -> Any:
+        """Poll the build until it ends; return it."""
+        from google.cloud.devtools.cloudbuild_v1 import types
+
+        running = {
+            types.Build.Status.PENDING,
+            types.Build.Status.QUEUED,
+            types.Build.Status.WORKING,
+        }
+        while True:
+            build = self.client.get_build(project_id=self.project, id=build_id)
+            if build.status not in running:
+                return build
+            time.sleep(self.poll_s)
+
+    def cancel(self, build_id: str) -> None:
+        self.log(f"cancelling build {build_id}")
+        self.client.cancel_build(project_id=self.project, id=build_id)
+
+    def build(self, context: Context, image: str) -> tuple[str, list[str]]:
+        from google.cloud.devtools.cloudbuild_v1 import types
+
+        obj = self.upload(context)
+        request = build_request(image, self.bucket_name, obj, context.build_args)
+        operation = self.client.create_build(project_id=self.project, build=request)
+        started = operation.metadata.build
+        self.log(f"Cloud Build {started.id}: logs at {started.log_url}")
+        with cancel_on_sigterm(lambda: self.cancel(started.id)):
+            final = self.wait(started.id)
+        if final.status != types.Build.Status.SUCCESS:
+            raise BuildFailed(
+                f"build {final.id} ended {final.status.name}: "
+                f"{final.status_detail or 'no detail'}; logs: {final.log_url}"
+            )
+        digests = [i.digest for i in final.results.images if i.name == image and i.digest]
+        uri = f"{image}@{digests[0]}" if digests else image
+        marker = {"imageUri": uri, "buildId": final.id, "logUrl": final.log_url}
+        self.bucket.blob(f"{MARKERS}/{context.digest}.json").upload_from_string(
+            json.dumps(marker, sort_keys=True), content_type="application/json"
+        )
+        return uri, [f"Cloud Build {final.id}: SUCCESS, pushed {uri}"]

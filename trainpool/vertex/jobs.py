@@ -1,0 +1,214 @@
+"""Create, follow, cancel and re-attach to CustomJobs and HyperparameterTuningJobs.
+
+``JobRunner.run`` is the whole life of one pipeline task's job:
+
+1. re-attach to the job named in an existing ``gcp_resources`` file (a retried task);
+2. else find the job labelled with this task (a launcher that died after create);
+3. else create it (transient errors retried; before each retry, look for the
+   job an earlier attempt may have created), and write ``gcp_resources`` at once;
+4. poll with backoff until a final state, logging each state change;
+5. on SIGTERM or SIGINT: cancel the job, wait for it to stop, raise ``JobInterrupted``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trainpool.vertex import clients, resources, retry, signals
+from trainpool.vertex.labels import TASK_LABEL
+
+FINAL_STATES = frozenset(
+    {
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_FAILED",
+        "JOB_STATE_CANCELLED",
+        "JOB_STATE_EXPIRED",
+        "JOB_STATE_PAUSED",
+        "JOB_STATE_PARTIALLY_SUCCEEDED",
+    }
+)
+CALL_TIMEOUT_S = 60.0
+
+
+class JobInterrupted(RuntimeError):
+    """The launcher was told to stop; the job was cancelled."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One Vertex job type: its proto, its JobService methods and its gcp_resources type."""
+
+    resource_type: str
+    method: str  # JobService methods are create_<method>, get_<method>, ...
+
+    def proto(self) -> Any:
+        from google.cloud import aiplatform_v1
+
+        return getattr(aiplatform_v1, self.resource_type)
+
+
+CUSTOM_JOB = Kind("CustomJob", "custom_job")
+TUNING_JOB = Kind("HyperparameterTuningJob", "hyperparameter_tuning_job")
+
+
+@dataclass(frozen=True)
+class Poll:
+    """Polling delays: ``initial`` growing by ``multiplier`` up to ``maximum`` seconds."""
+
+    initial: float = 1.0
+    maximum: float = 30.0
+    multiplier: float = 1.5
+
+    @classmethod
+    def default(cls) -> Poll:
+        """Every 30 s at most against Vertex; every 2 s against the loopback emulator."""
+        return cls(maximum=2.0) if clients.emulator_host() else cls()
+
+
+def from_rest(kind: Kind, job: dict[str, Any]) -> Any:
+    """A REST JSON job (camelCase) as its proto; unknown fields are refused by name."""
+    try:
+        return kind.proto().from_json(json.dumps(job))
+    except Exception as err:
+        raise ValueError(f"{kind.resource_type}: {err}; accepted: the Vertex REST fields") from err
+
+
+def state_name(job: Any) -> str:
+    """The job's state as its enum name (``JOB_STATE_RUNNING``)."""
+    return str(job.state.name)
+
+
+def duration_s(job: Any) -> float | None:
+    """Seconds from the job's start to its end (None when it never started)."""
+    if "start_time" not in job or "end_time" not in job:
+        return None
+    return float((job.end_time - job.start_time).total_seconds())
+
+
+def to_rest_json(job: Any) -> dict[str, Any]:
+    """A job proto as REST JSON: camelCase, enums as names, unset fields left out."""
+    text = type(job).to_json(
+        job, use_integers_for_enums=False, including_default_value_fields=False
+    )
+    return dict(json.loads(text))
+
+
+class JobRunner:
+    """Talks to JobService for one kind of job in one project and location."""
+
+    def __init__(
+        self,
+        kind: Kind,
+        *,
+        project: str,
+        location: str,
+        client: Any = None,
+        backoff: retry.Backoff | None = None,
+        poll: Poll | None = None,
+        log: Callable[[str], None] = print,
+    ) -> None:
+        self.kind = kind
+        self.location = location
+        self.parent = f"projects/{project}/locations/{location}"
+        self.client = client if client is not None else clients.job_client(location)
+        self.backoff = backoff or retry.Backoff()
+        self.poll = poll or Poll.default()
+        self.log = log
+
+    def _rpc(self, verb: str, **request: Any) -> Any:
+        method = getattr(self.client, f"{verb}_{self.kind.method}")
+        return method(**request, retry=None, timeout=CALL_TIMEOUT_S)
+
+    def _call(self, what: str, fn: Callable[[], Any], before_retry: Any = None) -> Any:
+        return retry.call(what, fn, self.backoff, self.log, before_retry)
+
+    def find(self, task_value: str) -> str | None:
+        """The name of the job labelled with this task, if one exists."""
+        if not task_value:
+            return None
+        wanted = f'labels.{TASK_LABEL}="{task_value}"'
+
+        def listing() -> list[Any]:
+            method = getattr(self.client, f"list_{self.kind.method}s")
+            request = {"parent": self.parent, "filter": wanted}
+            return list(method(request=request, retry=None, timeout=CALL_TIMEOUT_S))
+
+        jobs = self._call(f"List {self.kind.resource_type}s", listing)
+        mine = [j for j in jobs if j.labels.get(TASK_LABEL) == task_value]
+        mine.sort(key=lambda j: j.create_time)
+        return str(mine[0].name) if mine else None
+
+    def create(self, job: Any, task_value: str) -> str:
+        """Create ``job``; a retried create first looks for the job an earlier try made."""
+        field = self.kind.method
+        created = self._call(
+            f"Create{self.kind.resource_type}",
+            lambda: self._rpc("create", parent=self.parent, **{field: job}).name,
+            before_retry=lambda: self.find(task_value),
+        )
+        return str(created)
+
+    def get(self, name: str) -> Any:
+        return self._call(f"Get{self.kind.resource_type}", lambda: self._rpc("get", name=name))
+
+    def cancel(self, name: str) -> None:
+        """Ask Vertex to cancel; a job that already finished is fine."""
+        from google.api_core import exceptions
+
+        try:
+            self._call(f"Cancel{self.kind.resource_type}", lambda: self._rpc("cancel", name=name))
+        except retry.VertexError as err:
+            if not isinstance(err.__cause__, exceptions.FailedPrecondition):
+                raise
+            self.log(f"{name}: nothing to cancel ({err.__cause__.message})")
+
+    def wait(self, name: str) -> Any:
+        """Poll until the job reaches a final state; log each state change."""
+        start, delay, last = time.monotonic(), self.poll.initial, ""
+        while True:
+            job = self.get(name)
+            state = state_name(job)
+            if state != last:
+                self.log(f"{name}: {state} (after {time.monotonic() - start:.0f}s)")
+                last = state
+            if state in FINAL_STATES:
+                return job
+            time.sleep(delay)
+            delay = min(self.poll.maximum, delay * self.poll.multiplier)
+
+    def attach_or_create(self, job: Any, gcp_resources: str, task_value: str) -> str:
+        """The task's job: from gcp_resources, by task label, or newly created."""
+        name = resources.read(gcp_resources, self.kind.resource_type)
+        if name:
+            self.log(f"re-attaching to {name} (named in {gcp_resources})")
+            return name
+        name = self.find(task_value)
+        if name:
+            self.log(f"re-attaching to {name} (labelled {TASK_LABEL}={task_value})")
+        else:
+            name = self.create(job, task_value)
+            self.log(f"created {name}")
+        resources.write(gcp_resources, self.kind.resource_type, name, self.location)
+        self.log(f"console: {clients.console_url(name)}")
+        return name
+
+    def run(self, job: Any, gcp_resources: str, task_value: str) -> Any:
+        """Attach or create, then follow to a final state; cancel on SIGTERM/SIGINT."""
+        name = ""
+        try:
+            with signals.raise_on_signal():
+                name = self.attach_or_create(job, gcp_resources, task_value)
+                return self.wait(name)
+        except signals.Interrupted as sig:
+            with signals.deferred():
+                name = name or self.find(task_value) or ""
+                if not name:
+                    raise JobInterrupted(f"received {sig}; no job had been created") from sig
+                self.log(f"received {sig}: cancelling {name}")
+                self.cancel(name)
+                final = state_name(self.wait(name))
+            raise JobInterrupted(f"received {sig}; cancelled {name}: {final}") from sig

@@ -1,0 +1,150 @@
+"""What ``launch_custom_job`` does: build the CustomJob, then run it to the end.
+
+The spec comes from ``plan_cluster`` (REST JSON, pools in positional roles,
+``{}`` kept). Nothing here reorders or drops pools: the job reaches Vertex with
+the same layout the planner wrote.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trainpool.spec import coerce_ints
+from trainpool.vertex import jobs, labels, summary
+
+FLEX_START = "FLEX_START"
+STRATEGIES = ("STANDARD", "ON_DEMAND", "LOW_COST", "SPOT", "FLEX_START")
+
+
+class JobFailed(RuntimeError):
+    """The job ended in a state other than SUCCEEDED; the message carries its error."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Overrides of the spec's job-level fields ("" keeps what the spec says)."""
+
+    image_uri: str = ""
+    base_output_directory: str = ""
+    timeout: str = ""
+    service_account: str = ""
+    strategy: str = ""
+    max_wait_duration: str = ""
+
+
+def fill_images(spec: dict[str, Any], image_uri: str) -> dict[str, Any]:
+    """Give ``image_uri`` to every non-empty pool that has neither an image nor a package."""
+    if not image_uri:
+        return spec
+    for pool in spec.get("workerPoolSpecs", []):
+        container = pool.get("containerSpec") or {}
+        if pool and not container.get("imageUri") and not pool.get("pythonPackageSpec"):
+            pool["containerSpec"] = {**container, "imageUri": image_uri}
+    return spec
+
+
+def apply_options(
+    spec: dict[str, Any], options: Options, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """The spec with the overrides applied; ``maxWaitDuration`` kept only with FLEX_START."""
+    spec = fill_images(spec, options.image_uri)
+    scheduling = dict(spec.get("scheduling") or {})
+    if options.strategy:
+        if options.strategy not in STRATEGIES:
+            raise ValueError(f"strategy: {options.strategy!r}; accepted: {', '.join(STRATEGIES)}")
+        scheduling["strategy"] = options.strategy
+    if options.timeout:
+        scheduling["timeout"] = options.timeout
+    if options.max_wait_duration:
+        scheduling["maxWaitDuration"] = options.max_wait_duration
+    if "maxWaitDuration" in scheduling and scheduling.get("strategy") != FLEX_START:
+        log(
+            f"maxWaitDuration {scheduling.pop('maxWaitDuration')} dropped: "
+            f"it applies only with strategy {FLEX_START}"
+        )
+    if scheduling:
+        spec["scheduling"] = scheduling
+    if options.base_output_directory:
+        spec["baseOutputDirectory"] = {"outputUriPrefix": options.base_output_directory}
+    if options.service_account:
+        spec["serviceAccount"] = options.service_account
+    return spec
+
+
+def require(**fields: str) -> None:
+    """Raise ValueError naming the first empty required field."""
+    for name, value in fields.items():
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{name}: {value!r}; accepted: a non-empty string")
+
+
+def job_spec(
+    custom_job_spec: dict[str, Any], options: Options, log: Callable[[str], None]
+) -> dict[str, Any]:
+    """The CustomJobSpec to send: coerced, overridden, and checked by the planner's rules."""
+    from trainpool.plan import validate_custom_job_spec
+
+    if not isinstance(custom_job_spec, dict):
+        raise ValueError(
+            f"custom_job_spec: {custom_job_spec!r}; accepted: a CustomJobSpec in REST JSON"
+        )
+    spec = apply_options(coerce_ints(copy.deepcopy(custom_job_spec)), options, log)
+    for warning in validate_custom_job_spec(spec):
+        log(f"warning: {warning}")
+    return spec
+
+
+def custom_job(
+    display_name: str,
+    custom_job_spec: dict[str, Any],
+    *,
+    options: Options,
+    user_labels: dict[str, str],
+    task_id: str,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """The whole CustomJob (REST JSON) one task creates."""
+    require(display_name=display_name)
+    return {
+        "displayName": display_name,
+        "jobSpec": job_spec(custom_job_spec, options, log),
+        "labels": labels.job_labels(dict(user_labels), task_id),
+    }
+
+
+@dataclass(frozen=True)
+class Result:
+    job_name: str
+    state: str
+    summary: str
+    error: str
+
+    def raise_for_state(self) -> None:
+        """Fail the task unless the job succeeded."""
+        if self.state != "JOB_STATE_SUCCEEDED":
+            raise JobFailed(f"{self.job_name} ended {self.state}: {self.error or 'no error given'}")
+
+
+def launch(
+    project: str,
+    location: str,
+    job: dict[str, Any],
+    gcp_resources: str,
+    task_id: str,
+    runner: jobs.JobRunner | None = None,
+) -> Result:
+    """Create (or re-attach to) ``job`` and follow it to a final state."""
+    require(project=project, location=location)
+    runner = runner or jobs.JobRunner(jobs.CUSTOM_JOB, project=project, location=location)
+    task_value = labels.task_label_value(task_id) if task_id else ""
+    final = runner.run(jobs.from_rest(jobs.CUSTOM_JOB, job), gcp_resources, task_value)
+    rest = jobs.to_rest_json(final)
+    return Result(
+        job_name=final.name,
+        state=jobs.state_name(final),
+        summary=summary.custom_job_markdown(rest, jobs.duration_s(final)),
+        error=final.error.message,
+    )

@@ -1,0 +1,141 @@
+"""What ``hyperparameter_sweep`` does: build the HyperparameterTuningJob, run it, pick the best.
+
+The trial spec is built exactly like ``launch_custom_job``'s job spec (pools in
+place, images filled, planner's rules), and the study is checked by
+``trainpool.plan.validate_study`` (the emulator's rule too) before anything is created.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainpool.spec import coerce_ints
+from trainpool.spec.study import enum_name, to_study_spec
+from trainpool.vertex import jobs, labels
+from trainpool.vertex.launch import JobFailed, Options, job_spec, require
+
+
+def study_spec(study: dict[str, Any]) -> dict[str, Any]:
+    """The StudySpec REST JSON of a readable study, or of one already in REST form."""
+    study = coerce_ints(copy.deepcopy(study))
+    if isinstance(study, dict) and isinstance(study.get("metrics"), list):
+        return study
+    return to_study_spec(study)
+
+
+def tuning_job(
+    display_name: str,
+    custom_job_spec: dict[str, Any],
+    study: dict[str, Any],
+    *,
+    max_trial_count: int,
+    parallel_trial_count: int,
+    max_failed_trial_count: int,
+    options: Options,
+    user_labels: dict[str, str],
+    task_id: str,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """The whole HyperparameterTuningJob (REST JSON) one task creates."""
+    from trainpool.plan.study import validate_study
+
+    require(display_name=display_name)
+    spec = study_spec(study)
+    for warning in validate_study(
+        spec,
+        max_trial_count=max_trial_count,
+        parallel_trial_count=parallel_trial_count,
+        max_failed_trial_count=max_failed_trial_count,
+    ):
+        log(f"warning: {warning}")
+    return {
+        "displayName": display_name,
+        "studySpec": spec,
+        "maxTrialCount": int(max_trial_count),
+        "parallelTrialCount": int(parallel_trial_count),
+        "maxFailedTrialCount": int(max_failed_trial_count),
+        "trialJobSpec": job_spec(custom_job_spec, options, log),
+        "labels": labels.job_labels(dict(user_labels), task_id),
+    }
+
+
+def trial_rows(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every trial of a finished job (REST JSON) as a flat, readable row."""
+    rows = []
+    for trial in job.get("trials", []):
+        measurement = trial.get("finalMeasurement", {})
+        rows.append(
+            {
+                "id": trial["id"],
+                "state": trial.get("state", ""),
+                "parameters": {
+                    p["parameterId"]: p.get("value") for p in trial.get("parameters", [])
+                },
+                "metrics": {m["metricId"]: m.get("value") for m in measurement.get("metrics", [])},
+                "custom_job": trial.get("customJob", ""),
+                "infeasible_reason": trial.get("infeasibleReason", ""),
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    job_name: str
+    state: str
+    error: str
+    metric_id: str
+    goal: str
+    trials: list[dict[str, Any]]
+    best: dict[str, Any] | None = field(default=None)
+
+    def raise_for_state(self) -> None:
+        """Fail the task unless the job succeeded with at least one measured trial."""
+        if self.state != "JOB_STATE_SUCCEEDED":
+            raise JobFailed(f"{self.job_name} ended {self.state}: {self.error or 'no error given'}")
+        if self.best is None:
+            raise JobFailed(
+                f"{self.job_name}: no trial reported metric {self.metric_id!r} "
+                f"({len(self.trials)} trials); report it with cloudml-hypertune "
+                "or trainpool.runtime.hypertune under that exact id"
+            )
+
+
+def best_trial(rows: list[dict[str, Any]], metric_id: str, goal: str) -> dict[str, Any] | None:
+    """The measured trial with the best ``metric_id`` (ties: the lowest trial id)."""
+    measured = [r for r in rows if isinstance(r["metrics"].get(metric_id), int | float)]
+    if not measured:
+        return None
+    sign = -1.0 if goal == "MAXIMIZE" else 1.0
+    return min(measured, key=lambda r: (sign * r["metrics"][metric_id], int(r["id"])))
+
+
+def run_sweep(
+    project: str,
+    location: str,
+    job: dict[str, Any],
+    gcp_resources: str,
+    task_id: str,
+    runner: jobs.JobRunner | None = None,
+) -> SweepResult:
+    """Create (or re-attach to) the tuning job, follow it, and pick its best trial."""
+    require(project=project, location=location)
+    runner = runner or jobs.JobRunner(jobs.TUNING_JOB, project=project, location=location)
+    task_value = labels.task_label_value(task_id) if task_id else ""
+    final = runner.run(jobs.from_rest(jobs.TUNING_JOB, job), gcp_resources, task_value)
+    rest = jobs.to_rest_json(final)
+    metric = job["studySpec"]["metrics"][0]
+    goal = enum_name("goal", metric["goal"])
+    rows = trial_rows(rest)
+    return SweepResult(
+        job_name=final.name,
+        state=jobs.state_name(final),
+        error=final.error.message,
+        metric_id=metric["metricId"],
+        goal=goal,
+        trials=rows,
+        best=best_trial(rows, metric["metricId"], goal),
+    )
