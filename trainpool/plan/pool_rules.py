@@ -89,8 +89,8 @@ def _check_runtime(
     image = (container or {}).get("imageUri")
     if not image:
         message = (
-            "no container image; accepted: an image URI, or a python_package "
-            "(the pipeline's built image fills it at launch)"
+            "no container image; accepted: an image URI or a Python package "
+            "(a planned pool without one gets the pipeline's built image at launch)"
         )
         if launch:
             found.error(names.pool(index, "containerSpec.imageUri"), message)

@@ -1,0 +1,52 @@
+"""KFP component: validate and plan a cluster request (thin wiring over trainpool.plan)."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+from kfp.dsl import Markdown, Output
+
+from trainpool.config import COMPONENTS_IMAGE
+
+
+@dsl.component(base_image=COMPONENTS_IMAGE, install_kfp_package=False)
+def plan_cluster(
+    cluster_request: dict,
+    plan_report: Output[Markdown],
+    location: str = "us-central1",
+    worker_count: int = -1,
+    machine_type: str = "",
+    accelerator_type: str = "",
+    accelerator_count: int = -1,
+    reduction_server: str = "request",
+    tuning_env: bool = False,
+) -> NamedTuple(
+    "Outputs",
+    worker_pool_specs=list,
+    custom_job_spec=dict,
+    reduction_server=dict,
+    warnings=list,
+    has_reduction_server=bool,
+):
+    """Plan a training cluster: a validated Vertex CustomJobSpec, sized Reduction Server, cost.
+
+    The flat knobs override the request: -1 or "" keep it; reduction_server is
+    "request", "on" or "off". Writes the plan as a Markdown table to plan_report.
+    """
+    from trainpool.plan import plan_cluster as plan
+    from trainpool.plan.report import markdown
+    from trainpool.spec import apply_overrides, coerce_ints
+
+    request = apply_overrides(
+        coerce_ints(cluster_request),
+        worker_count=worker_count,
+        machine_type=machine_type,
+        accelerator_type=accelerator_type,
+        accelerator_count=accelerator_count,
+        reduction_server=reduction_server,
+    )
+    result = plan(request, location=location, tuning_env=tuning_env).to_dict()
+    with open(plan_report.path, "w", encoding="utf-8") as report:
+        report.write(markdown(result))
+    spec = result["customJobSpec"]
+    sizing = result["reductionServer"]
+    return spec["workerPoolSpecs"], spec, sizing or {}, result["warnings"], bool(sizing)

@@ -1,0 +1,36 @@
+"""KFP component: put a sized Reduction Server into a planned CustomJobSpec."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+from kfp.dsl import Markdown, Output
+
+from trainpool.config import COMPONENTS_IMAGE
+
+
+@dsl.component(base_image=COMPONENTS_IMAGE, install_kfp_package=False)
+def size_reduction_server(
+    custom_job_spec: dict,
+    sizing_report: Output[Markdown],
+    location: str = "us-central1",
+    reducer_machine_type: str = "n1-highcpu-16",
+    gradient_size_mb: float = 100.0,
+) -> NamedTuple("Outputs", replica_count=int, sizing=dict, custom_job_spec=dict):
+    """Size reducers so their egress matches the GPU replicas' (pool 2 of the returned spec).
+
+    reducer_machine_type "auto" picks the cheapest CPU machine per Gbps. Writes the sizing,
+    cost and per-worker all-reduce traffic as Markdown to sizing_report.
+    """
+    from trainpool.plan import size_reduction_server as size
+    from trainpool.plan.report import markdown
+
+    result = size(
+        custom_job_spec,
+        location=location,
+        machine_type=reducer_machine_type,
+        gradient_size_mb=gradient_size_mb,
+    ).to_dict()
+    with open(sizing_report.path, "w", encoding="utf-8") as report:
+        report.write(markdown(result, title="Reduction Server sizing"))
+    sizing = result["reductionServer"]
+    return int(sizing["replicaCount"]), sizing, result["customJobSpec"]

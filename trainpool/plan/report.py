@@ -1,0 +1,71 @@
+"""A plan as a Markdown table (the Vertex Pipelines UI renders Markdown artifacts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ROLE_NAMES = ("primary", "workers", "parameter servers", "evaluators")
+
+
+def _accelerators(machine: dict[str, Any]) -> str:
+    if not machine.get("acceleratorType"):
+        return "-"
+    return f"{machine.get('acceleratorCount', '?')} x {machine['acceleratorType']}"
+
+
+def _runs(pool: dict[str, Any]) -> str:
+    package = pool.get("pythonPackageSpec")
+    if package:
+        return f"python -m {package.get('pythonModule', '?')}"
+    return (pool.get("containerSpec") or {}).get("imageUri") or "(image from the pipeline)"
+
+
+def pools_table(plan: dict[str, Any]) -> list[str]:
+    """Markdown lines of the pool table of a ``Plan.to_dict()``."""
+    priced = {row["pool"]: row for row in plan["cost"]["pools"]}
+    lines = [
+        "| pool | role | replicas | machine | accelerators | runs | $/h |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for index, pool in enumerate(plan["customJobSpec"]["workerPoolSpecs"]):
+        if not pool:
+            lines.append(f"| {index} | (skipped) | | | | | |")
+            continue
+        role = ROLE_NAMES[index]
+        if index == 2 and plan["reductionServer"] is not None:
+            role = "Reduction Server"
+        price = f"{priced[index]['perHour']:.2f}" if index in priced else "unpriced"
+        lines.append(
+            f"| {index} | {role} | {pool.get('replicaCount', '?')} | "
+            f"{pool['machineSpec']['machineType']} | {_accelerators(pool['machineSpec'])} | "
+            f"{_runs(pool)} | {price} |"
+        )
+    return lines
+
+
+def sizing_lines(sizing: dict[str, Any]) -> list[str]:
+    """Markdown lines describing a Reduction Server sizing."""
+    traffic = sizing["allReduce"]
+    mib = 1024 * 1024
+    return [
+        f"**Reduction Server:** {sizing['replicaCount']} x {sizing['machineType']} = "
+        f"{sizing['reducerEgressGbps']:g} Gbps for {sizing['workerEgressGbps']:g} Gbps of "
+        f"{sizing['gpuReplicas']} GPU replicas (sized: {sizing['sizedReplicaCount']}); "
+        f"${sizing['reducerCostPerHour']:.2f}/h, +{sizing['overheadPercent']}% of the job.",
+        "",
+        f"**All-reduce per worker** for a {traffic['gradientSizeBytes'] / mib:g} MiB gradient: "
+        f"ring {traffic['ringBytesPerWorker'] / mib:.1f} MiB, Reduction Server "
+        f"{traffic['reductionServerBytesPerWorker'] / mib:.1f} MiB.",
+    ]
+
+
+def markdown(plan: dict[str, Any], title: str = "Cluster plan") -> str:
+    """The whole plan as a Markdown document."""
+    cost = plan["cost"]
+    lines = [f"## {title}", "", *pools_table(plan), ""]
+    if plan["reductionServer"] is not None:
+        lines += [*sizing_lines(plan["reductionServer"]), ""]
+    lines.append(f"**Cost:** ${cost['jobPerHour']:.2f}/h ({cost['pricing']}).")
+    if plan["warnings"]:
+        lines += ["", "### Warnings", "", *(f"- {warning}" for warning in plan["warnings"])]
+    return "\n".join(lines) + "\n"
