@@ -10,18 +10,20 @@ from typing import Any
 
 import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
+from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hptj
 from google.cloud.aiplatform_v1.types import job_service as js
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.longrunning import operations_pb2
 from google.protobuf import any_pb2, empty_pb2
 
 from trainpool.emulator import validation
-from trainpool.emulator.convert import job_spec_rest
+from trainpool.emulator.convert import job_spec_rest, study_spec_rest
 from trainpool.emulator.job_store import CUSTOM, TERMINAL, TUNING, JobStore
 from trainpool.emulator.list_filter import matches, parse_filter
 from trainpool.emulator.rpc import invalid, not_found, precondition, unary
 from trainpool.emulator.runner import Runner
 from trainpool.emulator.state import EmulatorState
+from trainpool.emulator.tuning import run_tuning_job
 
 SERVICE = "google.cloud.aiplatform.v1.JobService"
 DEFAULT_PAGE_SIZE = 100
@@ -49,6 +51,28 @@ class JobService:
         validation.check_job_spec(job_spec_rest(job.job_spec))
         job = self.store.insert(CUSTOM, request.parent, job)
         self.runner.submit(job.name, self.runner.run_custom_job)
+        return job
+
+    def create_tuning_job(
+        self, request: js.CreateHyperparameterTuningJobRequest
+    ) -> hptj.HyperparameterTuningJob:
+        validation.check_parent(request.parent)
+        job = request.hyperparameter_tuning_job
+        if not job.display_name:
+            raise invalid(
+                "hyperparameter_tuning_job.display_name: '' is empty; accepted: a non-empty name"
+            )
+        validation.check_job_spec(
+            job_spec_rest(job.trial_job_spec), "hyperparameter_tuning_job.trial_job_spec"
+        )
+        validation.check_study(
+            study_spec_rest(job.study_spec),
+            job.max_trial_count,
+            job.parallel_trial_count,
+            job.max_failed_trial_count,
+        )
+        job = self.store.insert(TUNING, request.parent, job)
+        self.runner.submit(job.name, lambda name, cancel: run_tuning_job(self.runner, name, cancel))
         return job
 
     def list_jobs(self, kind: str, request: Any) -> tuple[list[Any], str]:
@@ -104,12 +128,21 @@ def handler(state: EmulatorState) -> grpc.GenericRpcHandler:
     state.on_stop(runner.shutdown)
     service = JobService(state, runner)
     ser_custom = cj.CustomJob.serialize
+    ser_tuning = hptj.HyperparameterTuningJob.serialize
     ser_empty = empty_pb2.Empty.SerializeToString
     ser_op = operations_pb2.Operation.SerializeToString
 
     def list_custom(request: js.ListCustomJobsRequest) -> js.ListCustomJobsResponse:
         jobs, token = service.list_jobs(CUSTOM, request)
         return js.ListCustomJobsResponse(custom_jobs=jobs, next_page_token=token)
+
+    def list_tuning(
+        request: js.ListHyperparameterTuningJobsRequest,
+    ) -> js.ListHyperparameterTuningJobsResponse:
+        jobs, token = service.list_jobs(TUNING, request)
+        return js.ListHyperparameterTuningJobsResponse(
+            hyperparameter_tuning_jobs=jobs, next_page_token=token
+        )
 
     methods = {
         "CreateCustomJob": unary(service.create_custom_job, js.CreateCustomJobRequest, ser_custom),
@@ -124,6 +157,27 @@ def handler(state: EmulatorState) -> grpc.GenericRpcHandler:
         ),
         "DeleteCustomJob": unary(
             lambda r: service.delete(r.name, CUSTOM), js.DeleteCustomJobRequest, ser_op
+        ),
+        "CreateHyperparameterTuningJob": unary(
+            service.create_tuning_job, js.CreateHyperparameterTuningJobRequest, ser_tuning
+        ),
+        "GetHyperparameterTuningJob": unary(
+            lambda r: service._get(r.name, TUNING), js.GetHyperparameterTuningJobRequest, ser_tuning
+        ),
+        "ListHyperparameterTuningJobs": unary(
+            list_tuning,
+            js.ListHyperparameterTuningJobsRequest,
+            js.ListHyperparameterTuningJobsResponse.serialize,
+        ),
+        "CancelHyperparameterTuningJob": unary(
+            lambda r: service.cancel(r.name, TUNING),
+            js.CancelHyperparameterTuningJobRequest,
+            ser_empty,
+        ),
+        "DeleteHyperparameterTuningJob": unary(
+            lambda r: service.delete(r.name, TUNING),
+            js.DeleteHyperparameterTuningJobRequest,
+            ser_op,
         ),
     }
     return grpc.method_handlers_generic_handler(SERVICE, methods)

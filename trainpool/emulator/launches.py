@@ -2,9 +2,9 @@
 
 A pool runs, in this order of preference:
 - ``pythonPackageSpec``: ``python -m MODULE ARGS`` with the package URIs on the path;
-- ``containerSpec`` whose image is in the local image store: the image's ENTRYPOINT + CMD
-  (``command`` replaces ENTRYPOINT, ``args`` replace CMD, as Docker does) with the
-  image's interpreter for a leading ``python``/``python3``;
+- ``containerSpec`` whose image is in the local image store: ``LocalImage.argv`` (``command``
+  replaces ENTRYPOINT, ``args`` replace CMD, as Docker does; a leading ``python`` is the
+  image's interpreter), in the image's working directory and environment;
 - ``containerSpec`` with a ``command`` only: that command on the host, with a warning;
 - otherwise the job cannot run: :class:`LaunchError` says how to make the image local.
 A Reduction Server pool is in CLUSTER_SPEC but not started (its transport is an NCCL plugin).
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainpool.build import local_store
 from trainpool.cluster_env import build_env, layout, local_hosts
 from trainpool.emulator import packages
 from trainpool.emulator.processes import Launch
@@ -55,7 +56,6 @@ def plan_launches(
     """One launch per replica of pools 0, 1, 2 (unless a Reduction Server) and 3."""
     hosts = local_hosts(spec)
     pools = layout.pool_specs(spec)
-    metric_file = ctx.job_dir / "hypertune" / "output.metrics"
     programs: dict[int, Program] = {}
     launches = []
     for pool, index in layout.replicas(spec):
@@ -70,6 +70,7 @@ def plan_launches(
         if pool not in programs:
             programs[pool] = program_for(pool, pool_spec, ctx, note)
         program = programs[pool]
+        name = f"workerpool{pool}-{index}"
         env = dict(os.environ)
         env.update(program.env)
         env.update(
@@ -82,12 +83,11 @@ def plan_launches(
                 job_id=ctx.job_id,
                 project=ctx.project,
                 region=ctx.region,
-                metric_file=str(metric_file),
+                metric_file=str(ctx.job_dir / "hypertune" / f"{name}.metrics"),
             )
         )
         env["TRAINPOOL_GCS_ROOT"] = str(ctx.root / "gcs")
         env["PYTHONUNBUFFERED"] = "1"
-        name = f"workerpool{pool}-{index}"
         launches.append(
             Launch(name, pool, program.argv, env, program.cwd, ctx.job_dir / f"{name}.log")
         )
@@ -118,14 +118,14 @@ def program_for(
     command = list(container.get("command", []))
     args = list(container.get("args", []))
     env = _env_list(container.get("env"))
-    image = _lookup(image_uri, ctx.root) if image_uri else None
+    image = local_store.lookup(image_uri, ctx.root) if image_uri else None
     if image is not None:
-        entry = command or list(image.entrypoint or [])
-        rest = args if args or command else list(image.cmd or [])
-        argv = _with_python(entry + rest, str(image.python))
-        workdir = Path(image.workdir) if image.workdir else None
-        cwd = workdir if workdir is not None and workdir.is_dir() else Path(image.context_dir)
-        return Program(argv, cwd, {**dict(image.env or {}), **env})
+        if image.not_executed:
+            note(
+                f"workerpool{pool}: image {image_uri!r} from the local image store; these build "
+                f"steps were not executed locally: {image.not_executed}"
+            )
+        return Program(image.argv(command, args), image.workdir, {**image.env, **env})
     if command:
         note(
             f"warning: workerpool{pool}: image {image_uri!r} is not in the local image store; "
@@ -143,11 +143,3 @@ def _with_python(argv: list[str], python: str) -> list[str]:
     if argv and argv[0] in PYTHONS:
         return [python, *argv[1:]]
     return argv
-
-
-def _lookup(image_uri: str, root: Path) -> Any:
-    try:
-        from trainpool.build import local_store
-    except ImportError:
-        return None
-    return local_store.lookup(image_uri, root)

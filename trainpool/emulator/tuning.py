@@ -1,0 +1,186 @@
+"""Running a HyperparameterTuningJob: trials as CustomJob runs, truly in parallel.
+
+Trial ``n`` (ids "1", "2", ...) runs the trial job spec with the trial id in
+CLUSTER_SPEC, TF_CONFIG, CLOUD_ML_TRIAL_ID and the output directories, and its
+parameters appended to every pool's args as ``--name=value``. Its measurement is
+read from workerpool0-0's hypertune metric file. ``max_failed_trial_count``
+failed trials (0: the first one) fail the job.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+from datetime import datetime
+from typing import Any
+
+from google.cloud.aiplatform_v1.types import study as study_types
+from google.cloud.aiplatform_v1.types.job_state import JobState
+from google.protobuf import duration_pb2
+
+from trainpool.emulator.convert import job_spec_rest, study_spec_rest
+from trainpool.emulator.execution import CODE_CANCELLED, Outcome
+from trainpool.emulator.job_log import JobLog
+from trainpool.emulator.job_store import now
+from trainpool.emulator.runner import Runner, run_spec
+from trainpool.emulator.search import Params, Search, measurement
+from trainpool.runtime.hypertune import read_metrics
+
+CODE_FAILED_PRECONDITION = 9
+Trial = study_types.Trial
+
+
+def format_value(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def trial_spec(spec: dict[str, Any], params: Params) -> dict[str, Any]:
+    """The trial's CustomJobSpec: ``--name=value`` appended to every pool's args."""
+    extra = [f"--{name}={format_value(value)}" for name, value in params.items()]
+    pools = []
+    for pool in spec["workerPoolSpecs"]:
+        pool = dict(pool)
+        for key in ("containerSpec", "pythonPackageSpec"):
+            if key in pool:
+                pool[key] = {**pool[key], "args": [*pool[key].get("args", []), *extra]}
+        pools.append(pool)
+    return {**spec, "workerPoolSpecs": pools}
+
+
+class TuningRun:
+    """The state of one running sweep; the job record is updated from one thread only."""
+
+    def __init__(self, runner: Runner, name: str, cancel: threading.Event) -> None:
+        self.runner = runner
+        self.name = name
+        self.cancel = cancel
+        job = runner.store.get(name)
+        self.spec = job_spec_rest(job.trial_job_spec)
+        study = study_spec_rest(job.study_spec)
+        self.metric_id = study["metrics"][0]["metricId"]
+        self.goal = study["metrics"][0].get("goal", "MAXIMIZE")
+        self.selection = study.get("measurementSelectionType", "LAST_MEASUREMENT")
+        self.search = Search(study, seed=int(name.rsplit("/", 1)[-1]))
+        self.max_trials = job.max_trial_count
+        self.parallel = max(1, job.parallel_trial_count)
+        self.failure_limit = max(1, job.max_failed_trial_count)
+        self.note = JobLog(runner.job_dir(name) / "job.log")
+        self.failed = 0
+
+    def run(self) -> Outcome:
+        self.note(f"search algorithm {self.search.note}")
+        self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING)
+        running: dict[futures.Future[Outcome], tuple[int, str]] = {}
+        started = 0
+        exhausted = False
+        failure: Outcome | None = None
+        with futures.ThreadPoolExecutor(self.parallel) as pool:
+            while True:
+                while (
+                    failure is None
+                    and not exhausted
+                    and not self.cancel.is_set()
+                    and len(running) < self.parallel
+                    and started < self.max_trials
+                ):
+                    asked = self.search.ask()
+                    if asked is None:
+                        exhausted = True
+                        self.note(f"the grid has {started} points; no more trials to run")
+                        break
+                    started += 1
+                    number, params = asked
+                    trial_id = str(started)
+                    self._add_trial(trial_id, params)
+                    running[pool.submit(self._run_trial, trial_id, params)] = (number, trial_id)
+                if not running:
+                    break
+                done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                for future in done:
+                    number, trial_id = running.pop(future)
+                    failure = self._finish_trial(number, trial_id, future.result()) or failure
+                if failure is not None:
+                    self.cancel.set()
+        if failure is not None:
+            return failure
+        if self.cancel.is_set():
+            return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
+        return Outcome("SUCCEEDED")
+
+    def _run_trial(self, trial_id: str, params: Params) -> Outcome:
+        ctx = self.runner.context(self.name, trial_id)
+        return run_spec(
+            trial_spec(self.spec, params),
+            ctx,
+            cancel=self.cancel,
+            on_started=lambda replicas: self.runner.record_groups(self.name, replicas),
+            kill=self.runner.kill,
+        )
+
+    def _add_trial(self, trial_id: str, params: Params) -> None:
+        trial = Trial(
+            id=trial_id,
+            state=Trial.State.ACTIVE,
+            parameters=[Trial.Parameter(parameter_id=k, value=v) for k, v in params.items()],
+            start_time=now(),
+        )
+        self.runner.store.update(self.name, lambda job: job.trials.append(trial))
+        self.note(f"trial {trial_id} started with {params}")
+
+    def _finish_trial(self, number: int, trial_id: str, outcome: Outcome) -> Outcome | None:
+        """Record the trial; the job's failure when this trial makes too many failures."""
+        ctx = self.runner.context(self.name, trial_id)
+        metric_file = ctx.job_dir / "hypertune" / "workerpool0-0.metrics"
+        result = None
+        reason = outcome.message
+        if outcome.state == "SUCCEEDED":
+            result = measurement(
+                read_metrics(str(metric_file)), self.metric_id, self.goal, self.selection
+            )
+            if result is None:
+                reason = (
+                    f"The trial reported no value of metric {self.metric_id!r} "
+                    f"(read from {metric_file})."
+                )
+        self.search.tell(number, None if result is None else result[0])
+        ended = now()
+
+        def record(job: Any) -> None:
+            trial = job.trials[int(trial_id) - 1]
+            trial.end_time = ended
+            if result is None:
+                trial.state = Trial.State.INFEASIBLE
+                trial.infeasible_reason = reason
+                return
+            trial.state = Trial.State.SUCCEEDED
+            elapsed = ended - datetime.fromisoformat(trial.start_time.isoformat())
+            trial.final_measurement = study_types.Measurement(
+                step_count=result[1],
+                elapsed_duration=duration_pb2.Duration(seconds=int(elapsed.total_seconds())),
+                metrics=[{"metric_id": self.metric_id, "value": result[0]}],
+            )
+
+        self.runner.store.update(self.name, record)
+        if result is not None:
+            self.note(f"trial {trial_id} SUCCEEDED: {self.metric_id}={result[0]}")
+            return None
+        if outcome.state == "CANCELLED":
+            self.note(f"trial {trial_id} stopped")
+            return None
+        self.failed += 1
+        self.note(f"trial {trial_id} failed: {reason}")
+        if self.failed < self.failure_limit:
+            return None
+        return Outcome(
+            "FAILED",
+            CODE_FAILED_PRECONDITION,
+            f"{self.failed} trial(s) failed, reaching max_failed_trial_count "
+            f"({self.failure_limit}; 0 means the first failure fails the job). "
+            f"Trial {trial_id}: {reason}",
+        )
+
+
+def run_tuning_job(runner: Runner, name: str, cancel: threading.Event) -> None:
+    """The life of one HyperparameterTuningJob."""
+    runner.set_state(name, JobState.JOB_STATE_PENDING)
+    runner.finish(name, TuningRun(runner, name, cancel).run())
