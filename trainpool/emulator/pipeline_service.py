@@ -22,7 +22,7 @@ import grpc
 from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types import pipeline_service as ps
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
-from google.protobuf import empty_pb2
+from google.protobuf import empty_pb2, json_format
 from google.rpc import code_pb2
 
 from trainpool.emulator import processes, validation
@@ -93,7 +93,9 @@ class PipelineService:
     def create(self, request: ps.CreatePipelineJobRequest) -> pj.PipelineJob:
         validation.check_parent(request.parent)
         job = request.pipeline_job
-        spec = dict(job.pipeline_spec)
+        message = pj.PipelineJob.pb(job)
+        spec = json_format.MessageToDict(message.pipeline_spec)
+        values = json_format.MessageToDict(message.runtime_config).get("parameterValues", {})
         if "root" not in spec or "pipelineInfo" not in spec:
             raise invalid(
                 "pipeline_job.pipeline_spec: has no 'root' and 'pipelineInfo'; "
@@ -106,7 +108,7 @@ class PipelineService:
                 "accepted: a pipeline root such as gs://BUCKET/PATH"
             )
         declared = spec["root"].get("inputDefinitions", {}).get("parameters", {})
-        unknown = sorted(set(job.runtime_config.parameter_values) - set(declared))
+        unknown = sorted(set(values) - set(declared))
         if unknown:
             raise invalid(
                 f"pipeline_job.runtime_config.parameter_values: {', '.join(unknown)} not declared "
@@ -125,7 +127,8 @@ class PipelineService:
             if self.db.execute("SELECT 1 FROM pipeline_jobs WHERE name = ?", (job.name,)):
                 raise RpcError(grpc.StatusCode.ALREADY_EXISTS, f"PipelineJob {job.name} exists.")
             self.db.execute(
-                "INSERT INTO pipeline_jobs (name, parent, seq, state, proto) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO pipeline_jobs (name, parent, seq, state, proto) "
+                "VALUES (?, ?, ?, ?, ?)",
                 (
                     job.name,
                     request.parent,
@@ -134,10 +137,10 @@ class PipelineService:
                     pj.PipelineJob.serialize(job),
                 ),
             )
-            self._start(job, spec)
+            self._start(job, spec, values)
         return self.get(job.name)
 
-    def _start(self, job: pj.PipelineJob, spec: dict[str, Any]) -> None:
+    def _start(self, job: pj.PipelineJob, spec: dict[str, Any], values: dict[str, Any]) -> None:
         folder = self.state.root / "pipelines" / job.name.rsplit("/", 1)[-1]
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "pipeline.json").write_text(json.dumps(spec, sort_keys=True), encoding="utf-8")
@@ -147,7 +150,7 @@ class PipelineService:
             return
         argv = [sys.executable, "-c", _RUN_CLI, "run", str(folder / "pipeline.json"), "--local"]
         argv += ["--root", str(self.state.root)]
-        argv += param_args(dict(job.runtime_config.parameter_values))
+        argv += param_args(values)
         env = dict(os.environ, **{EMULATOR_ENV: address, "TRAINPOOL_HOME": str(self.state.root)})
         launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
         run = processes.start(launch)

@@ -16,7 +16,11 @@ import grpc
 from trainpool.emulator.faults import FaultInterceptor, Faults
 from trainpool.emulator.state import EmulatorState
 
-SERVICES: tuple[str, ...] = ("trainpool.emulator.job_service",)
+SERVICES: tuple[str, ...] = (
+    "trainpool.emulator.job_service",
+    "trainpool.emulator.pipeline_service",
+    "trainpool.emulator.schedule_service",
+)
 HOST = "127.0.0.1"
 WORKERS = 32
 

@@ -169,9 +169,14 @@ def submit(job_id: str, job: Any, target: Target) -> Any:
 
 def schedules_named(display_name: str, target: Target) -> list[Any]:
     """The schedules of ``target`` whose display name is exactly ``display_name``."""
+    from google.cloud import aiplatform_v1
+
     client = clients.schedule_client(target.location)
     escaped = display_name.replace("\\", "\\\\").replace('"', '\\"')
-    listed = client.list_schedules(parent=target.parent, filter=f'display_name="{escaped}"')
+    request = aiplatform_v1.ListSchedulesRequest(
+        parent=target.parent, filter=f'display_name="{escaped}"'
+    )
+    listed = client.list_schedules(request=request)
     return [s for s in listed if s.display_name == display_name]
 
 

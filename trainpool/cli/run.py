@@ -1,0 +1,63 @@
+"""``trainpool run PIPELINE.yaml --local [--param NAME=VALUE ...] [--root DIR]``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from trainpool.cli._common import fail
+
+DEFAULT_ROOT = ".trainpool"
+PARAM_HELP = "NAME=VALUE, typed by the pipeline's inputs (JSON for lists and dicts); repeatable."
+
+
+def run_command(
+    pipeline: Annotated[Path, typer.Argument(help="A compiled pipeline YAML.")],
+    local: Annotated[
+        bool, typer.Option("--local", help="Run with kfp.local against the local emulator.")
+    ] = False,
+    param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
+    root: Annotated[
+        Path | None,
+        typer.Option("--root", help="The local store (default: $TRAINPOOL_HOME or ./.trainpool)."),
+    ] = None,
+) -> None:
+    """Run a compiled pipeline locally and print its outputs; exit 1 when it fails.
+
+    Starts the emulator unless VERTEX_AI_EMULATOR_HOST is set, and shows task,
+    job, replica and trial progress while it runs.
+    """
+    if not local:
+        fail("--local: not given; accepted: --local (to run on Vertex AI, use `trainpool submit`)")
+    from rich.console import Console
+
+    from trainpool.localrun import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
+    from trainpool.localrun.runner import run_local
+
+    try:
+        spec = load_pipeline_spec(pipeline)
+        values = parse_params(param or [], pipeline_inputs(spec))
+    except ParamError as err:
+        fail(str(err))
+    except (OSError, ValueError) as err:
+        fail(f"PIPELINE: {err}")
+    store = root or Path(os.environ.get("TRAINPOOL_HOME", DEFAULT_ROOT))
+    result = run_local(pipeline, values, store, console=Console())
+    if not result.ok:
+        typer.echo(f"pipeline {result.pipeline} FAILED: {result.error}", err=True)
+        for task in result.tasks:
+            if task.state == "FAILED":
+                typer.echo(f"task {task.name}, last lines:", err=True)
+                for line in task.tail:
+                    typer.echo(f"  {line}", err=True)
+        fail(f"transcript: {result.transcript}", 1)
+    typer.echo(f"pipeline {result.pipeline} SUCCEEDED in {result.seconds:.1f}s")
+    typer.echo("outputs: " + json.dumps(result.outputs, indent=2, sort_keys=True, default=str))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run_command)
