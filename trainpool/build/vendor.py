@@ -2,9 +2,10 @@
 
 Trainers import ``trainpool.runtime`` (standard library only: ``trainpool/__init__.py``,
 ``trainpool/cluster_env/``, ``trainpool/runtime/``). When a trainer's Python files
-import trainpool, those files go into the context under ``_trainpool/`` and the
-generated Dockerfile puts that folder on ``PYTHONPATH``. A Reduction Server build
-also carries ``_trainpool/check_nccl.py``, which fails the build on NCCL < 2.7.
+import trainpool, those files go into the context as ``trainpool/`` beside the
+trainer, so ``COPY . /app`` with ``/app`` on ``PYTHONPATH`` makes it importable (in a
+generated Dockerfile as in the examples' own). A Reduction Server build also
+carries ``_trainpool_build/check_nccl.py``, which fails the build on NCCL < 2.7.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from pathlib import Path
 import trainpool
 from trainpool.build.context import Entry, generated
 
-VENDOR_DIR = "_trainpool"
-NCCL_CHECK = f"{VENDOR_DIR}/check_nccl.py"
+NCCL_CHECK = "_trainpool_build/check_nccl.py"
 _RUNTIME_PACKAGES = ("cluster_env", "runtime")
 _IMPORTS_TRAINPOOL = re.compile(rb"^\s*(?:from|import)\s+trainpool\b", re.MULTILINE)
 
@@ -32,13 +32,13 @@ def imports_trainpool(entries: list[Entry]) -> bool:
 
 
 def runtime_entries() -> list[Entry]:
-    """``_trainpool/trainpool/{__init__.py,cluster_env/,runtime/}`` from this trainpool."""
+    """``trainpool/{__init__.py,cluster_env/,runtime/}`` from this trainpool."""
     package = Path(trainpool.__file__).parent
     sources = [package / "__init__.py"]
     for name in _RUNTIME_PACKAGES:
         sources += sorted((package / name).rglob("*.py"))
     return [
-        generated(f"{VENDOR_DIR}/trainpool/{src.relative_to(package).as_posix()}", src.read_bytes())
+        generated(f"trainpool/{src.relative_to(package).as_posix()}", src.read_bytes())
         for src in sources
         if "__pycache__" not in src.parts
     ]

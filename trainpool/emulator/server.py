@@ -20,6 +20,7 @@ SERVICES: tuple[str, ...] = (
     "trainpool.emulator.job_service",
     "trainpool.emulator.pipeline_service",
     "trainpool.emulator.schedule_service",
+    "trainpool.emulator.cloud_build_service",
 )
 HOST = "127.0.0.1"
 WORKERS = 32

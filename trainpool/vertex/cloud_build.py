@@ -34,7 +34,8 @@ DEFAULT_TIMEOUT_S = 3600
 class Context(Protocol):
     """What a build needs of a build context (``trainpool.build.context.BuildContext``)."""
 
-    build_args: Mapping[str, str]
+    @property
+    def build_args(self) -> Mapping[str, str]: ...
 
     @property
     def digest(self) -> str: ...
@@ -152,8 +153,14 @@ class CloudBuildBackend:
             time.sleep(self.poll_s)
 
     def cancel(self, build_id: str) -> None:
+        """Cancel the build; one that has already ended is left as it is."""
+        from google.api_core.exceptions import FailedPrecondition
+
         self.log(f"cancelling build {build_id}")
-        self.client.cancel_build(project_id=self.project, id=build_id)
+        try:
+            self.client.cancel_build(project_id=self.project, id=build_id)
+        except FailedPrecondition as err:
+            self.log(f"build {build_id} not cancelled: {err.message}")
 
     def build(self, context: Context, image: str) -> tuple[str, list[str]]:
         from google.cloud.devtools.cloudbuild_v1 import types

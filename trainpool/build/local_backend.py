@@ -1,0 +1,78 @@
+"""The local backends: a Docker engine when one answers, else the local image store."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from trainpool.build import local_store
+from trainpool.build.context import BuildContext
+
+STORE_NOTE = (
+    "local image store: only `pip install -r` of the image's requirements ran, in a "
+    "virtualenv over this machine's packages; RUN steps NOT executed: {runs}"
+)
+
+
+def docker_reachable() -> bool:
+    """Whether a ``docker`` CLI is installed and its engine answers."""
+    if shutil.which("docker") is None:
+        return False
+    try:
+        done = subprocess.run(["docker", "info"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+class StoreBackend:
+    """Images in ``<root>/images/``, run by the emulator as local processes."""
+
+    name = "local-store"
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def find(self, image: str, digest: str) -> str | None:
+        if not local_store.has(self.root, digest):
+            return None
+        local_store.tag(self.root, image, digest)
+        return f"{image}@sha256:{digest}"
+
+    def build(self, context: BuildContext, image: str) -> tuple[str, list[str]]:
+        runs = local_store.add(context, self.root, [image])
+        notes = [STORE_NOTE.format(runs="; ".join(runs) if runs else "none")]
+        return f"{image}@sha256:{context.digest}", notes
+
+
+class DockerBackend:
+    """``docker build`` on the local engine; the image keeps its content tag."""
+
+    name = "docker"
+
+    def _image_id(self, image: str) -> str | None:
+        done = subprocess.run(
+            ["docker", "image", "inspect", "--format", "{{.Id}}", image],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.stdout.strip() or None if done.returncode == 0 else None
+
+    def find(self, image: str, digest: str) -> str | None:
+        image_id = self._image_id(image)
+        return f"{image}@{image_id}" if image_id else None
+
+    def build(self, context: BuildContext, image: str) -> tuple[str, list[str]]:
+        with tempfile.TemporaryDirectory() as tmp:
+            context.stage(Path(tmp))
+            args = [f"--build-arg={k}={v}" for k, v in sorted(context.build_args.items())]
+            subprocess.run(["docker", "build", "-t", image, *args, tmp], check=True)
+        return f"{image}@{self._image_id(image)}", []
+
+
+def local_backend(root: Path) -> StoreBackend | DockerBackend:
+    """The Docker engine when reachable, else the local image store at ``root``."""
+    return DockerBackend() if docker_reachable() else StoreBackend(root)

@@ -1,0 +1,166 @@
+"""``google.devtools.cloudbuild.v1.CloudBuild``: CreateBuild, GetBuild, CancelBuild.
+
+A build fetches its source tarball from Cloud Storage (google-cloud-storage, so
+``STORAGE_EMULATOR_HOST`` points it at a storage emulator), and builds it with
+trainpool's local builder into the local image store under the names in
+``Build.images`` ("pushed"): a CustomJob naming that image then runs from the
+store. Only ``pip install -r`` runs; the build log lists the RUN steps that did
+not. The log is ``<root>/builds/<id>/log.txt`` and ``Build.log_url`` points at it.
+
+``TRAINPOOL_EMULATOR_BUILD_HOLD_S`` (default 0) keeps each build QUEUED that many
+seconds before it starts, so a demo or test can watch and cancel a queued build.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+import grpc
+from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
+from google.longrunning import operations_pb2
+from google.protobuf import any_pb2
+
+from trainpool.build import context, local_store
+from trainpool.emulator.rpc import invalid, not_found, precondition, unary
+from trainpool.emulator.state import EmulatorState
+
+SERVICE = "google.devtools.cloudbuild.v1.CloudBuild"
+HOLD_ENV = "TRAINPOOL_EMULATOR_BUILD_HOLD_S"
+Status = cb.Build.Status
+RUNNING = (Status.PENDING, Status.QUEUED, Status.WORKING)
+_TABLE = "CREATE TABLE IF NOT EXISTS builds (id TEXT PRIMARY KEY, project TEXT, data BLOB);"
+
+
+class CloudBuildService:
+    def __init__(self, state: EmulatorState) -> None:
+        self.state = state
+        self.hold_s = float(os.environ.get(HOLD_ENV, "0") or 0)
+        self._lock = threading.Lock()
+        state.db.executescript(_TABLE)
+
+    def _save(self, build: cb.Build) -> None:
+        self.state.db.execute(
+            "INSERT OR REPLACE INTO builds (id, project, data) VALUES (?, ?, ?)",
+            (build.id, build.project_id, cb.Build.serialize(build)),
+        )
+
+    def _load(self, project: str, build_id: str) -> cb.Build:
+        rows = self.state.db.execute(
+            "SELECT data FROM builds WHERE id = ? AND project = ?", (build_id, project)
+        )
+        if not rows:
+            raise not_found(f"build {build_id!r} not found in project {project!r}")
+        return cb.Build.deserialize(rows[0]["data"])
+
+    def _set(self, project: str, build_id: str, **fields: object) -> cb.Build | None:
+        """Update a running build; None when it has ended (e.g. cancelled) meanwhile."""
+        with self._lock:
+            build = self._load(project, build_id)
+            if build.status not in RUNNING:
+                return None
+            for key, value in fields.items():
+                setattr(build, key, value)
+            self._save(build)
+            return build
+
+    def create(self, request: cb.CreateBuildRequest) -> operations_pb2.Operation:
+        build = request.build
+        if not request.project_id:
+            raise invalid("project_id: '' is empty; accepted: a project id")
+        source = build.source.storage_source
+        if not source.bucket or not source.object_:
+            raise invalid(
+                f"build.source.storage_source: bucket={source.bucket!r} object={source.object_!r}; "
+                "accepted: the gs:// bucket and object of a .tar.gz build context"
+            )
+        if not build.images:
+            raise invalid("build.images: []; accepted: the image names the build pushes")
+        build.id = str(uuid.uuid4())
+        build.project_id = request.project_id
+        build.status = Status.QUEUED  # type: ignore[assignment]
+        log_file = self.state.root / "builds" / build.id / "log.txt"
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log_file.touch()
+        build.log_url = log_file.as_uri()
+        with self._lock:
+            self._save(build)
+        threading.Thread(target=self._run, args=(build, log_file), daemon=True).start()
+        metadata = any_pb2.Any()
+        metadata.Pack(cb.BuildOperationMetadata.pb(cb.BuildOperationMetadata(build=build)))
+        name = f"projects/{build.project_id}/operations/{build.id}"
+        return operations_pb2.Operation(name=name, metadata=metadata)
+
+    def _run(self, build: cb.Build, log_file: Path) -> None:
+        if self.hold_s:
+            threading.Event().wait(self.hold_s)
+        if self._set(build.project_id, build.id, status=Status.WORKING) is None:
+            return
+        with log_file.open("a") as log:
+            try:
+                images, not_run = self._build(build, log)
+            except Exception as err:  # a failed build is recorded, never raised
+                log.write(f"ERROR: {err}\n")
+                self._set(build.project_id, build.id, status=Status.FAILURE, status_detail=str(err))
+                return
+            log.write(f"RUN steps not executed by the local builder: {not_run or 'none'}\n")
+            log.write("DONE\n")
+        results = cb.Results(images=images)
+        self._set(build.project_id, build.id, status=Status.SUCCESS, results=results)
+
+    def _build(self, build: cb.Build, log: io.TextIOBase) -> tuple[list[cb.BuiltImage], list[str]]:
+        from google.cloud import storage  # type: ignore[attr-defined]
+
+        source = build.source.storage_source
+        log.write(f"fetching gs://{source.bucket}/{source.object_}\n")
+        blob = storage.Client(project=build.project_id).bucket(source.bucket).blob(source.object_)
+        data = blob.download_as_bytes()
+        build_args = {}
+        for step in build.steps:
+            for arg in step.args:
+                if arg.startswith("--build-arg="):
+                    key, _, value = arg.removeprefix("--build-arg=").partition("=")
+                    build_args[key] = value
+        with tempfile.TemporaryDirectory() as tmp:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+                tar.extractall(tmp, filter="data")
+            ctx = context.BuildContext.of(context.collect(Path(tmp), patterns=[]), build_args)
+            log.write(f"building context sha256:{ctx.digest} into the local image store\n")
+            not_run = local_store.add(ctx, self.state.root, list(build.images))
+        digest = f"sha256:{ctx.digest}"
+        for image in build.images:
+            log.write(f"pushed {image}@{digest}\n")
+        return [cb.BuiltImage(name=image, digest=digest) for image in build.images], not_run
+
+    def get(self, request: cb.GetBuildRequest) -> cb.Build:
+        return self._load(request.project_id, request.id)
+
+    def cancel(self, request: cb.CancelBuildRequest) -> cb.Build:
+        with self._lock:
+            build = self._load(request.project_id, request.id)
+            if build.status not in RUNNING:
+                raise precondition(f"build {request.id} is already {build.status.name}")
+            build.status = Status.CANCELLED  # type: ignore[assignment]
+            self._save(build)
+        return build
+
+
+def handler(state: EmulatorState) -> grpc.GenericRpcHandler:
+    """The CloudBuild handler."""
+    service = CloudBuildService(state)
+    ser_build = cb.Build.serialize
+    return grpc.method_handlers_generic_handler(
+        SERVICE,
+        {
+            "CreateBuild": unary(
+                service.create, cb.CreateBuildRequest, operations_pb2.Operation.SerializeToString
+            ),
+            "GetBuild": unary(service.get, cb.GetBuildRequest, ser_build),
+            "CancelBuild": unary(service.cancel, cb.CancelBuildRequest, ser_build),
+        },
+    )
