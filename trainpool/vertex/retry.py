@@ -42,6 +42,12 @@ class Backoff:
         ]
 
 
+def status(err: exceptions.GoogleAPICallError) -> str:
+    """The gRPC status name of ``err`` (``UNAVAILABLE``), else its HTTP one."""
+    code = err.grpc_status_code or err.code
+    return code.name if code is not None else "UNKNOWN"
+
+
 def call(
     what: str,
     fn: Callable[[], T],
@@ -63,9 +69,9 @@ def call(
             if attempt == len(delays):
                 tries = backoff.attempts
                 raise VertexError(
-                    f"{what}: still {err.code.name} after {tries} attempts: {err.message}"
+                    f"{what}: still {status(err)} after {tries} attempts: {err.message}"
                 ) from err
-            log(f"{what}: {err.code.name} ({err.message}); retrying in {delays[attempt]:g}s")
+            log(f"{what}: {status(err)} ({err.message}); retrying in {delays[attempt]:g}s")
             time.sleep(delays[attempt])
             attempt += 1
             if before_retry is not None:
@@ -73,5 +79,4 @@ def call(
                 if found is not None:
                     return found
         except exceptions.GoogleAPICallError as err:
-            code = err.code.name if err.code is not None else "ERROR"
-            raise VertexError(f"{what}: {code}: {err.message}") from err
+            raise VertexError(f"{what}: {status(err)}: {err.message}") from err

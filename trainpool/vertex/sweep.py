@@ -8,13 +8,15 @@ place, images filled, planner's rules), and the study is checked by
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from trainpool.spec import coerce_ints
 from trainpool.spec.study import enum_name, to_study_spec
-from trainpool.vertex import jobs, labels
+from trainpool.vertex import jobs, labels, trials_report
 from trainpool.vertex.launch import JobFailed, Options, job_spec, require
 
 
@@ -102,6 +104,24 @@ class SweepResult:
                 f"({len(self.trials)} trials); report it with cloudml-hypertune "
                 "or trainpool.runtime.hypertune under that exact id"
             )
+
+    def best_outputs(self) -> tuple[str, dict[str, Any], float]:
+        """The best trial's id, parameters and metric value (after ``raise_for_state``)."""
+        if self.best is None:
+            raise JobFailed(f"{self.job_name}: no best trial")
+        return (
+            str(self.best["id"]),
+            dict(self.best["parameters"]),
+            float(self.best["metrics"][self.metric_id]),
+        )
+
+
+def write_reports(result: SweepResult, trials_path: str, html_path: str) -> None:
+    """Every trial as JSON at ``trials_path`` and as an HTML table and plot at ``html_path``."""
+    best_id = result.best["id"] if result.best else None
+    Path(trials_path).write_text(json.dumps(result.trials, indent=2, sort_keys=True))
+    html = trials_report.trials_html(result.trials, result.metric_id, result.goal, best_id)
+    Path(html_path).write_text(html)
 
 
 def best_trial(rows: list[dict[str, Any]], metric_id: str, goal: str) -> dict[str, Any] | None:

@@ -1,0 +1,190 @@
+"""JobRunner against the emulator over real gRPC: re-attach, label recovery, faults, signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import trainpool.emulator as emulator
+from trainpool.vertex import jobs, labels, resources, retry
+from trainpool.vertex.clients import job_client
+
+pytestmark = pytest.mark.timeout(120)
+
+PARENT = "projects/demo/locations/us-central1"
+FAST = retry.Backoff(initial=0.05, maximum=0.2, attempts=12)
+POLL = jobs.Poll(initial=0.2, maximum=0.5)
+
+
+def job(seconds: float, task: str = "") -> dict[str, Any]:
+    command = ["python3", "-c", f"import time; time.sleep({seconds})"]
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": 1,
+        "containerSpec": {"imageUri": "local/sleeper:1", "command": command},
+    }
+    rest = {"displayName": "sleep", "jobSpec": {"workerPoolSpecs": [pool]}}
+    if task:
+        rest["labels"] = labels.job_labels({}, task)
+    return rest
+
+
+@pytest.fixture
+def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
+    with emulator.start(tmp_path / "root") as running:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
+        yield running
+
+
+def runner(log: list[str] | None = None) -> jobs.JobRunner:
+    sink = log.append if log is not None else print
+    return jobs.JobRunner(
+        jobs.CUSTOM_JOB, project="demo", location="us-central1", backoff=FAST, poll=POLL, log=sink
+    )
+
+
+def all_jobs() -> list[Any]:
+    return list(job_client("us-central1").list_custom_jobs(parent=PARENT))
+
+
+def test_run_creates_writes_gcp_resources_and_follows_to_success(
+    emu: emulator.Emulator, tmp_path: Path
+) -> None:
+    out = tmp_path / "gcp_resources"
+    log: list[str] = []
+    final = runner(log).run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "77")), str(out), "77")
+    name = final.name
+    assert jobs.state_name(final) == "JOB_STATE_SUCCEEDED"
+    assert json.loads(out.read_text()) == {
+        "resources": [
+            {
+                "resourceType": "CustomJob",
+                "resourceUri": f"https://us-central1-aiplatform.googleapis.com/v1/{name}",
+            }
+        ]
+    }
+    assert log[0] == f"created {name}"
+    assert log[-1].startswith(f"{name}: JOB_STATE_SUCCEEDED")
+    assert [j.name for j in all_jobs()] == [name]
+
+
+def test_existing_gcp_resources_re_attaches_without_creating(
+    emu: emulator.Emulator, tmp_path: Path
+) -> None:
+    first = job_client("us-central1").create_custom_job(
+        parent=PARENT, custom_job=jobs.from_rest(jobs.CUSTOM_JOB, job(0.2))
+    )
+    out = tmp_path / "gcp_resources"
+    resources.write(out, "CustomJob", first.name, "us-central1")
+    final = runner().run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "5")), str(out), "5")
+    assert final.name == first.name
+    assert [j.name for j in all_jobs()] == [first.name]
+
+
+def test_job_labelled_with_the_task_is_found_after_a_crash_before_gcp_resources(
+    emu: emulator.Emulator, tmp_path: Path
+) -> None:
+    orphan = job_client("us-central1").create_custom_job(
+        parent=PARENT, custom_job=jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "task-9"))
+    )
+    out = tmp_path / "gcp_resources"
+    log: list[str] = []
+    final = runner(log).run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "task-9")), str(out), "task-9")
+    assert final.name == orphan.name
+    assert log[0] == f"re-attaching to {orphan.name} (labelled trainpool-task=task-9)"
+    assert resources.read(out, "CustomJob") == orphan.name
+    assert len(all_jobs()) == 1
+
+
+def test_a_third_of_calls_unavailable_still_creates_exactly_one_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    faults = emulator.Faults(unavailable_rate=1 / 3, seed=7)
+    with emulator.start(tmp_path / "root", faults=faults) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        log: list[str] = []
+        out = tmp_path / "gcp_resources"
+        final = runner(log).run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.5, "42")), str(out), "42")
+        assert jobs.state_name(final) == "JOB_STATE_SUCCEEDED"
+        assert any("UNAVAILABLE" in line for line in log)
+        listed = retry.call("list", all_jobs, FAST, print)
+        assert [j.name for j in listed] == [final.name]
+
+
+def test_other_errors_fail_at_once_with_the_servers_message(emu: emulator.Emulator) -> None:
+    bad = job(0.1)
+    bad["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = 2
+    log: list[str] = []
+    with pytest.raises(retry.VertexError) as err:
+        runner(log).create(jobs.from_rest(jobs.CUSTOM_JOB, bad), "")
+    assert str(err.value).startswith("CreateCustomJob: INVALID_ARGUMENT: ")
+    assert "replicaCount" in str(err.value)
+    assert log == []
+    assert all_jobs() == []
+
+
+LAUNCHER = """
+import sys
+from trainpool.vertex import jobs, retry
+job = jobs.from_rest(jobs.CUSTOM_JOB, {job!r})
+runner = jobs.JobRunner(jobs.CUSTOM_JOB, project="demo", location="us-central1",
+                        poll=jobs.Poll(initial=0.2, maximum=0.5))
+final = runner.run(job, sys.argv[1], "launcher-task")
+print("FINAL", jobs.state_name(final))
+"""
+
+
+def launcher(out: Path, seconds: float) -> subprocess.Popen[str]:
+    code = LAUNCHER.format(job=job(seconds, "launcher-task"))
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=dict(os.environ),
+    )
+
+
+def wait_for(path: Path, limit_s: float = 30.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not (path.exists() and path.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert path.exists(), f"{path} never written"
+
+
+def test_sigterm_cancels_the_job_and_exits_non_zero(emu: emulator.Emulator, tmp_path: Path) -> None:
+    out = tmp_path / "gcp_resources"
+    proc = launcher(out, 60)
+    wait_for(out)
+    name = resources.read(out, "CustomJob")
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert f"JobInterrupted: received SIGTERM; cancelled {name}: JOB_STATE_CANCELLED" in output
+    got = job_client("us-central1").get_custom_job(name=name)
+    assert got.state.name == "JOB_STATE_CANCELLED"
+
+
+def test_a_killed_launcher_re_run_re_attaches(emu: emulator.Emulator, tmp_path: Path) -> None:
+    out = tmp_path / "gcp_resources"
+    first = launcher(out, 3)
+    wait_for(out)
+    first.kill()
+    first.communicate(timeout=30)
+    second = launcher(out, 3)
+    output, _ = second.communicate(timeout=60)
+    name = resources.read(out, "CustomJob")
+    assert second.returncode == 0, output
+    assert f"re-attaching to {name} (named in {out})" in output
+    assert "FINAL JOB_STATE_SUCCEEDED" in output
+    assert [j.name for j in all_jobs()] == [name]
