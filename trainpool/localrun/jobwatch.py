@@ -61,7 +61,8 @@ def replica_tails(root: Path, job_id: str) -> dict[str, str]:
     folder = root / "jobs" / job_id
     if not folder.is_dir():
         return {}
-    return {log.stem: _last_line(log) for log in sorted(folder.glob("*.log"))}
+    logs = sorted(folder.glob("workerpool*-*.log"))
+    return {log.stem: _last_line(log) for log in logs}
 
 
 def _trial(trial: Any) -> TrialView:
@@ -102,24 +103,29 @@ class JobWatch:
             return list(self._jobs)
 
     def poll(self) -> None:
-        """One poll; a server that is gone or lacks a method leaves the last view in place."""
+        """One poll; a server that is gone or lacks a method leaves that part of the view as is."""
+        if self._client is None:
+            self._client = clients.job_client(self.location)
+        custom = self._list(self._client.list_custom_jobs)
+        tuning = self._list(self._client.list_hyperparameter_tuning_jobs)
+        with self._lock:
+            old = {view.name: view for view in self._jobs}
+            if custom is not None:
+                for job in custom:
+                    old[job.name] = self._view(job, "CustomJob", [])
+            if tuning is not None:
+                for job in tuning:
+                    trials = [_trial(t) for t in job.trials]
+                    old[job.name] = self._view(job, "HyperparameterTuningJob", trials)
+            self._jobs = sorted(old.values(), key=lambda v: v.name)
+
+    def _list(self, method: Any) -> list[Any] | None:
         from google.api_core import exceptions
 
         try:
-            if self._client is None:
-                self._client = clients.job_client(self.location)
-            custom = list(self._client.list_custom_jobs(parent=self.parent))
-            tuning = list(self._client.list_hyperparameter_tuning_jobs(parent=self.parent))
-        except (exceptions.GoogleAPICallError, exceptions.RetryError, ValueError):
-            return
-        views = [self._view(j, "CustomJob", []) for j in custom if self._new(j)]
-        views += [
-            self._view(j, "HyperparameterTuningJob", [_trial(t) for t in j.trials])
-            for j in tuning
-            if self._new(j)
-        ]
-        with self._lock:
-            self._jobs = sorted(views, key=lambda v: v.name)
+            return [job for job in method(parent=self.parent) if self._new(job)]
+        except (exceptions.GoogleAPICallError, exceptions.RetryError):
+            return None
 
     def _new(self, job: Any) -> bool:
         created = job.create_time

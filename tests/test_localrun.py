@@ -1,0 +1,190 @@
+"""trainpool.localrun and `trainpool run --local`: YAML from disk, kfp.local, the emulator."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from fixtures.pipelines import compile_fixture
+from typer.testing import CliRunner
+
+from trainpool.cli import app
+from trainpool.localrun import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
+from trainpool.localrun.params import coerce_values, pipeline_defaults
+from trainpool.localrun.runner import run_local
+from trainpool.vertex.clients import EMULATOR_ENV
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return compile_fixture("tiny", tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture
+def no_emulator(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(EMULATOR_ENV, raising=False)
+
+
+def test_inputs_and_defaults_are_typed(tiny: Path) -> None:
+    spec = load_pipeline_spec(tiny)
+    assert pipeline_inputs(spec) == {
+        "a": "NUMBER_INTEGER",
+        "b": "NUMBER_INTEGER",
+        "config": "STRUCT",
+        "fail": "BOOLEAN",
+        "label": "STRING",
+        "ratio": "NUMBER_DOUBLE",
+        "tags": "LIST",
+        "verbose": "BOOLEAN",
+    }
+    defaults = pipeline_defaults(spec)
+    assert defaults == {
+        "a": 1,
+        "b": 2,
+        "config": {"workers": 2.0},
+        "fail": False,
+        "label": "run",
+        "ratio": 0.5,
+        "tags": ["x"],
+        "verbose": False,
+    }
+    assert type(defaults["a"]) is int
+
+
+def test_params_are_typed_by_the_pipeline(tiny: Path) -> None:
+    inputs = pipeline_inputs(load_pipeline_spec(tiny))
+    pairs = ["a=3", "b=4.0", "label=7", "ratio=2", "verbose=True", 'tags=[1, "y"]']
+    pairs.append('config={"workers": 3}')
+    values = parse_params(pairs, inputs)
+    assert values == {
+        "a": 3,
+        "b": 4,
+        "label": "7",
+        "ratio": 2.0,
+        "verbose": True,
+        "tags": [1, "y"],
+        "config": {"workers": 3},
+    }
+    assert [type(values[k]) for k in ("a", "b", "label", "ratio")] == [int, int, str, float]
+
+
+def test_bad_params_are_all_named(tiny: Path) -> None:
+    inputs = pipeline_inputs(load_pipeline_spec(tiny))
+    with pytest.raises(ParamError) as caught:
+        parse_params(["a=1.5", "lable=x", "tags={}", "noequals", "b=1", "b=2"], inputs)
+    assert caught.value.problems == [
+        "--param a=1.5: a is NUMBER_INTEGER; accepted: a whole number such as 3",
+        "--param lable: the pipeline has no such parameter (did you mean 'label'?); "
+        "accepted: a, b, config, fail, label, ratio, tags, verbose",
+        '--param tags={}: tags is LIST; accepted: a JSON list such as ["a", 1]',
+        "--param 'noequals': expected NAME=VALUE, e.g. --param worker_count=2",
+        "--param b: given twice; accepted: each parameter once",
+    ]
+
+
+def test_values_from_a_protobuf_value_get_their_ints_back(tiny: Path) -> None:
+    inputs = pipeline_inputs(load_pipeline_spec(tiny))
+    assert coerce_values({"a": 3.0, "ratio": 1, "label": "x"}, inputs) == {
+        "a": 3,
+        "ratio": 1.0,
+        "label": "x",
+    }
+    with pytest.raises(ParamError, match=r"--param a=3.5: a is NUMBER_INTEGER"):
+        coerce_values({"a": 3.5}, inputs)
+
+
+def test_not_a_pipeline_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("name: x\n")
+    with pytest.raises(ValueError, match="not a compiled KFP pipeline"):
+        load_pipeline_spec(path)
+
+
+def test_run_succeeds_with_its_own_emulator(tiny: Path, tmp_path: Path, no_emulator: None) -> None:
+    result = run_local(tiny, {"a": 5, "tags": ["t"]}, tmp_path)
+    assert result.state == "SUCCEEDED", result.error
+    assert json.loads(result.outputs["Output"]) == {
+        "config": {"workers": 2.0},
+        "label": "run",
+        "ratio": 0.5,
+        "tags": ["t"],
+        "total": 7,
+        "verbose": False,
+    }
+    assert [(t.name, t.state) for t in result.tasks] == [
+        ("add", "SUCCEEDED"),
+        ("fail-when", "SUCCEEDED"),
+        ("describe", "SUCCEEDED"),
+    ]
+    assert EMULATOR_ENV not in os.environ
+    assert result.run_dir is not None and result.run_dir.parent == tmp_path / "pipeline-root"
+    assert (result.run_dir / "add" / "executor_output.json").is_file()
+    assert "Executing task" in result.transcript.read_text()
+    assert (tmp_path / "emulator.sqlite").is_file()
+
+
+def test_a_failed_task_fails_the_run(tiny: Path, tmp_path: Path, no_emulator: None) -> None:
+    result = run_local(tiny, {"fail": True}, tmp_path)
+    assert result.state == "FAILED"
+    assert result.error == (
+        "Pipeline 'tiny' finished with status FAILURE. Inner task failed: 'fail-when'."
+    )
+    states = [(t.name, t.state) for t in result.tasks]
+    assert states == [("add", "SUCCEEDED"), ("fail-when", "FAILED")]
+    assert result.tasks[1].tail[-1] == "RuntimeError: asked to fail"
+    assert result.outputs == {}
+
+
+def test_jobs_and_replica_logs_are_polled_from_the_emulator(
+    tmp_path: Path, no_emulator: None
+) -> None:
+    pipeline = compile_fixture("with_job", tmp_path)
+    result = run_local(pipeline, {"message": "hello from the replica"}, tmp_path / "root")
+    assert result.state == "SUCCEEDED", result.error
+    name = "projects/demo-project/locations/us-central1/customJobs/1000"
+    assert result.outputs == {"Output": name}
+    assert [(j.name, j.display_name, j.kind, j.state, j.replicas) for j in result.jobs] == [
+        (
+            name,
+            "fixture-train",
+            "CustomJob",
+            "SUCCEEDED",
+            {"workerpool0-0": "hello from the replica"},
+        )
+    ]
+
+
+def test_cli_run_prints_outputs(tiny: Path, tmp_path: Path, no_emulator: None) -> None:
+    result = CliRunner().invoke(
+        app, ["run", str(tiny), "--local", "--root", str(tmp_path), "--param", "b=10"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "pipeline tiny SUCCEEDED" in result.output
+    outputs = json.loads(result.output.split("outputs: ", 1)[1])
+    assert json.loads(outputs["Output"])["total"] == 11
+    assert "│ describe  │ SUCCEEDED │" in result.output
+
+
+def test_cli_run_exits_1_on_failure(tiny: Path, tmp_path: Path, no_emulator: None) -> None:
+    result = CliRunner().invoke(
+        app, ["run", str(tiny), "--local", "--root", str(tmp_path), "--param", "fail=true"]
+    )
+    assert result.exit_code == 1
+    assert "pipeline tiny FAILED" in result.stderr
+    assert "RuntimeError: asked to fail" in result.stderr
+
+
+def test_cli_run_refuses_bad_input_before_running(tiny: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    no_local = runner.invoke(app, ["run", str(tiny), "--root", str(tmp_path)])
+    assert no_local.exit_code == 2
+    assert "--local: not given" in no_local.stderr
+    args = ["run", str(tiny), "--local", "--root", str(tmp_path), "--param", "a=x"]
+    bad = runner.invoke(app, args)
+    assert bad.exit_code == 2
+    assert bad.stderr == "--param a=x: a is NUMBER_INTEGER; accepted: a whole number such as 3\n"
+    assert list(tmp_path.iterdir()) == []
