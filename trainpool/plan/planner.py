@@ -54,8 +54,9 @@ class Plan:
 
 def _fill_fixed_gpus(pools: list[dict[str, Any]]) -> None:
     """Fixed-GPU machine types get their accelerators when both fields are left out."""
-    for pool in pools:
-        machine = pool.get("machineSpec") if pool else None
+    for index, pool in enumerate(pools):
+        reducer = index == 2 and is_reduction_server(pool)
+        machine = pool.get("machineSpec") if pool and not reducer else None
         if not machine or "acceleratorType" in machine or "acceleratorCount" in machine:
             continue
         try:
