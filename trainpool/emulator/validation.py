@@ -27,10 +27,8 @@ def check_name(name: str, kind: str) -> None:
 
 def check_job_spec(spec: dict[str, Any], field: str = "custom_job.job_spec") -> None:
     """``trainpool.plan.validate_custom_job_spec``: one rule, one place."""
-    try:
-        from trainpool.plan import PlanError, validate_custom_job_spec
-    except ImportError:
-        return
+    from trainpool.plan import PlanError, validate_custom_job_spec
+
     try:
         validate_custom_job_spec(spec)
     except PlanError as err:
@@ -41,7 +39,8 @@ def check_study(
     study_spec: dict[str, Any], max_trials: int, parallel: int, max_failed: int
 ) -> None:
     """``trainpool.plan.validate_study``: one rule, one place."""
-    from trainpool.plan.study import PlanError, validate_study
+    from trainpool.plan import PlanError
+    from trainpool.plan.study import validate_study
 
     try:
         validate_study(

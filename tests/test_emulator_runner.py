@@ -1,0 +1,265 @@
+"""Replicas as real local processes: roles, environment, failure, cancel, timeout, faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.cloud.aiplatform_v1.types.job_state import JobState
+
+import trainpool.emulator as emulator
+from trainpool.vertex.clients import job_client
+
+pytestmark = pytest.mark.timeout(90)
+
+PARENT = "projects/demo/locations/us-central1"
+DONE = {JobState.JOB_STATE_SUCCEEDED, JobState.JOB_STATE_FAILED, JobState.JOB_STATE_CANCELLED}
+REDUCER = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
+
+REPLICA = """
+import argparse, json, os, subprocess, sys, time
+parser = argparse.ArgumentParser()
+parser.add_argument("--out")
+parser.add_argument("--sleep", type=float, default=0.0)
+parser.add_argument("--exit", type=int, default=0)
+args = parser.parse_args()
+task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
+name = f"{task['type']}-{task['index']}"
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+keys = ("CLUSTER_SPEC", "TF_CONFIG", "RANK", "WORLD_SIZE", "TRAINPOOL_GCS_ROOT", "AIP_MODEL_DIR")
+record = {"pids": [os.getpid(), child.pid], "env": {k: os.environ.get(k) for k in keys}}
+with open(os.path.join(args.out, name + ".json"), "w") as handle:
+    json.dump(record, handle)
+print(f"{name} started", flush=True)
+time.sleep(args.sleep)
+print(f"{name} exiting with {args.exit}", flush=True)
+child.kill()
+sys.exit(args.exit)
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "replica.py").write_text(REPLICA)
+    (tmp_path / "out").mkdir()
+    return tmp_path / "root"
+
+
+@pytest.fixture
+def client(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with emulator.start(root) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        yield job_client("us-central1")
+
+
+def pool(root: Path, count: int, *args: str, gpu: bool = False) -> dict[str, Any]:
+    script = root.parent / "replica.py"
+    command = [sys.executable, str(script), f"--out={root.parent / 'out'}", *args]
+    machine = {"machine_type": "n1-standard-4"}
+    if gpu:
+        machine.update(accelerator_type="NVIDIA_TESLA_T4", accelerator_count=1)
+    return {
+        "replica_count": count,
+        "machine_spec": machine,
+        "container_spec": {"image_uri": "local/none", "command": command},
+    }
+
+
+def create(client: Any, pools: list[dict[str, Any]], **spec: Any) -> Any:
+    job = {"display_name": "job", "job_spec": {"worker_pool_specs": pools, **spec}}
+    return client.create_custom_job(parent=PARENT, custom_job=job)
+
+
+def wait(client: Any, name: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = client.get_custom_job(name=name)
+        if got.state in DONE:
+            return got
+        time.sleep(0.05)
+    raise AssertionError(f"{name} still {got.state.name}")
+
+
+def records(root: Path, names: list[str], timeout: float = 20.0) -> dict[str, Any]:
+    """Each replica's record, waiting until every named replica has written it."""
+    out = root.parent / "out"
+    deadline = time.monotonic() + timeout
+    while not all((out / f"{n}.json").exists() for n in names):
+        assert time.monotonic() < deadline, sorted(os.listdir(out))
+        time.sleep(0.05)
+    time.sleep(0.05)
+    return {n: json.loads((out / f"{n}.json").read_text()) for n in names}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+
+def all_gone(recs: dict[str, Any], timeout: float = 5.0) -> bool:
+    pids = [pid for rec in recs.values() for pid in rec["pids"]]
+    deadline = time.monotonic() + timeout
+    while any(alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def job_dir(root: Path, job: Any) -> Path:
+    return root / "jobs" / job.name.rsplit("/", 1)[-1]
+
+
+def test_parameter_servers_and_evaluators(client: Any, root: Path) -> None:
+    pools = [
+        pool(root, 1, "--sleep=0.5"),
+        pool(root, 2, "--sleep=0.5"),
+        pool(root, 2, "--sleep=600"),
+        pool(root, 1, "--sleep=1"),
+    ]
+    job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://b/run"})
+    done = wait(client, job.name)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    names = ["workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool2-0", "workerpool2-1"]
+    recs = records(root, [*names, "workerpool3-0"])
+    assert all_gone(recs)
+    cluster = json.loads(recs["workerpool1-1"]["env"]["CLUSTER_SPEC"])["cluster"]
+    assert {k: len(v) for k, v in cluster.items()} == {
+        "workerpool0": 1,
+        "workerpool1": 2,
+        "workerpool2": 2,
+        "workerpool3": 1,
+    }
+    hosts = [h for hs in cluster.values() for h in hs]
+    assert len(set(hosts)) == 6 and all(h.startswith("127.0.0.1:") for h in hosts)
+    tf_types = {n: json.loads(r["env"]["TF_CONFIG"])["task"]["type"] for n, r in recs.items()}
+    assert tf_types == {
+        "workerpool0-0": "chief",
+        "workerpool1-0": "worker",
+        "workerpool1-1": "worker",
+        "workerpool2-0": "ps",
+        "workerpool2-1": "ps",
+        "workerpool3-0": "evaluator",
+    }
+    env = recs["workerpool0-0"]["env"]
+    assert env["TRAINPOOL_GCS_ROOT"] == str(root.resolve() / "gcs")
+    assert env["AIP_MODEL_DIR"] == "gs://b/run/model/"
+    logs = sorted(p.name for p in job_dir(root, job).iterdir())
+    assert logs == ["job.log"] + [f"{n}.log" for n in sorted(recs)]
+    assert "workerpool2-1 started" in (job_dir(root, job) / "workerpool2-1.log").read_text()
+
+
+def test_reduction_server_pool_is_in_cluster_spec_but_not_started(client: Any, root: Path) -> None:
+    reducers = {
+        "replica_count": 2,
+        "machine_spec": {"machine_type": "n1-highcpu-16"},
+        "container_spec": {"image_uri": REDUCER},
+    }
+    job = create(client, [pool(root, 1, gpu=True), pool(root, 1, gpu=True), reducers])
+    done = wait(client, job.name)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    recs = records(root, ["workerpool0-0", "workerpool1-0"])
+    cluster = json.loads(recs["workerpool0-0"]["env"]["CLUSTER_SPEC"])["cluster"]
+    assert len(cluster["workerpool2"]) == 2
+    assert not (job_dir(root, job) / "workerpool2-0.log").exists()
+    assert "workerpool2 is a Reduction Server" in (job_dir(root, job) / "job.log").read_text()
+
+
+def test_crashing_worker_fails_the_job_and_stops_everything(client: Any, root: Path) -> None:
+    job = create(client, [pool(root, 1, "--sleep=600"), pool(root, 2, "--sleep=0.5", "--exit=3")])
+    recs = records(root, ["workerpool0-0", "workerpool1-0", "workerpool1-1"])
+    crashed_by = time.monotonic() + 0.5
+    done = wait(client, job.name)
+    assert time.monotonic() - crashed_by < 5.0
+    assert done.state == JobState.JOB_STATE_FAILED
+    assert done.error.code == 3
+    first_line = done.error.message.splitlines()[0]
+    assert first_line in {
+        f"The replica workerpool1-{i} exited with a non-zero status of 3. "
+        "Termination reason: Error."
+        for i in (0, 1)
+    }
+    assert "exiting with 3" in done.error.message
+    assert all_gone(recs)
+
+
+def test_cancel_stops_every_process(client: Any, root: Path) -> None:
+    job = create(client, [pool(root, 1, "--sleep=600"), pool(root, 2, "--sleep=600")])
+    recs = records(root, ["workerpool0-0", "workerpool1-0", "workerpool1-1"])
+    assert client.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
+    asked = time.monotonic()
+    client.cancel_custom_job(name=job.name)
+    done = wait(client, job.name, timeout=5)
+    assert done.state == JobState.JOB_STATE_CANCELLED
+    assert all_gone(recs, timeout=max(0.1, 5 - (time.monotonic() - asked)))
+
+
+def test_timeout_fails_the_job(client: Any, root: Path) -> None:
+    job = create(client, [pool(root, 1, "--sleep=600")], scheduling={"timeout": "1s"})
+    done = wait(client, job.name)
+    assert (done.state, done.error.code) == (JobState.JOB_STATE_FAILED, 4)
+    assert done.error.message == "The job exceeded its timeout of 1s."
+    assert all_gone(records(root, ["workerpool0-0"]))
+
+
+def test_image_neither_local_nor_with_command_says_how_to_fix(client: Any, root: Path) -> None:
+    bare = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": "us-docker.pkg.dev/p/r/trainer:1"},
+    }
+    done = wait(client, create(client, [bare]).name)
+    assert done.state == JobState.JOB_STATE_FAILED
+    assert done.error.message == (
+        "workerPoolSpecs[0].containerSpec.imageUri: 'us-docker.pkg.dev/p/r/trainer:1' is not in "
+        "the local image store and the pool has no command to run on the host; make it available "
+        "locally with `trainpool build-image DIR --local` (or give containerSpec.command)"
+    )
+
+
+def test_kill_fault_kills_the_chosen_replica(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    faults = emulator.Faults(kill=emulator.KillFault("workerpool1-0", 0.3))
+    with emulator.start(root, faults=faults) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        job = create(client, [pool(root, 1, "--sleep=600"), pool(root, 1, "--sleep=600")])
+        done = wait(client, job.name)
+    assert done.state == JobState.JOB_STATE_FAILED
+    assert done.error.message.startswith(
+        "The replica workerpool1-0 exited with a non-zero status of 137."
+    )
+
+
+@pytest.mark.slow
+def test_pytorch_ddp_example_on_three_replicas(client: Any, root: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "pytorch_ddp"
+    package = {
+        "package_uris": [str(example)],
+        "python_module": "trainer.task",
+        "args": ["--epochs=1"],
+    }
+    pools = [
+        {
+            "replica_count": n,
+            "machine_spec": {"machine_type": "n1-standard-4"},
+            "python_package_spec": {"executor_image_uri": "pytorch", **package},
+        }
+        for n in (1, 2)
+    ]
+    job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://b/ddp"})
+    done = wait(client, job.name, timeout=80)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert (root / "gcs/b/ddp/model/model.pt").is_file()
+    for rank, name in enumerate(["workerpool0-0", "workerpool1-0", "workerpool1-1"]):
+        log = (job_dir(root, job) / f"{name}.log").read_text()
+        assert f"{name} rank {rank}/3 epoch 1" in log
