@@ -93,8 +93,9 @@ def _copy(rest: str, config: ImageConfig, values: Mapping[str, str]) -> None:
     if len(paths) < 2:
         return
     *sources, dest = (_expand(p, values) for p in paths)
-    dest = posixpath.join(config.workdir, dest)
-    into_dir = dest.endswith("/") or len(sources) > 1
+    into_dir = dest.endswith("/") or posixpath.basename(dest) in (".", "") or len(sources) > 1
+    dest = posixpath.normpath(posixpath.join(config.workdir, dest))
+    into_dir = into_dir or dest == config.workdir
     for source in sources:
         rel = posixpath.normpath(source.lstrip("/"))
         target = posixpath.join(dest, posixpath.basename(rel)) if into_dir and rel != "." else dest

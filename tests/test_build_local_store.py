@@ -1,0 +1,131 @@
+"""The local image store: build a trainer folder, look it up, run it as the emulator would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from trainpool.build import builder, local_store
+from trainpool.build.local_backend import StoreBackend
+
+pytestmark = pytest.mark.timeout(120)
+
+TRAINER = """\
+import json, os, sys
+import trainpool
+print(json.dumps({
+    "argv": sys.argv[1:],
+    "cwd": os.getcwd(),
+    "mode": os.environ.get("MODE"),
+    "trainpool": trainpool.__file__,
+    "python": sys.prefix,
+}))
+"""
+DOCKERFILE = """\
+FROM python:3.11-slim
+RUN apt-get update && apt-get install -y curl
+WORKDIR /srv
+COPY requirements.txt .
+RUN pip install --no-cache-dir \\
+    -r requirements.txt
+COPY . /srv
+ENV MODE=local PYTHONPATH=/srv
+ENTRYPOINT ["python3", "train.py"]
+CMD ["--epochs", "1"]
+"""
+
+
+def trainer(root: Path, dockerfile: str | None = DOCKERFILE) -> Path:
+    root.mkdir(parents=True)
+    (root / "train.py").write_text(TRAINER)
+    (root / "requirements.txt").write_text("torch\n")
+    if dockerfile:
+        (root / "Dockerfile").write_text(dockerfile)
+    return root
+
+
+def build(src: Path, store: Path) -> builder.BuildResult:
+    request = builder.BuildRequest(source_dir=src, repository="local/demo")
+    return builder.build(request, StoreBackend(store), log=lambda _: None)
+
+
+def run(image: local_store.LocalImage, args: list[str] | None = None) -> str:
+    done = subprocess.run(
+        image.argv(None, args), cwd=image.workdir, env=image.env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_own_dockerfile_image_runs_with_its_settings(tmp_path: Path) -> None:
+    result = build(trainer(tmp_path / "src"), tmp_path / "store")
+    image = local_store.lookup(result.image_uri, tmp_path / "store")
+    assert image is not None
+    ctx = image.context_dir
+    assert image.env["MODE"] == "local" and image.env["PYTHONPATH"] == str(ctx)
+    assert (image.entrypoint, image.cmd, image.workdir) == (
+        ["python3", "train.py"],
+        ["--epochs", "1"],
+        ctx,
+    )
+    assert image.not_executed == ["apt-get update && apt-get install -y curl"]
+    assert result.notes == [
+        "local image store: only `pip install -r` of the image's requirements ran, in a "
+        "virtualenv over this machine's packages; RUN steps NOT executed: "
+        "apt-get update && apt-get install -y curl"
+    ]
+    out = json.loads(run(image))
+    assert out == {
+        "argv": ["--epochs", "1"],
+        "cwd": str(ctx),
+        "mode": "local",
+        "trainpool": str(ctx / "trainpool" / "__init__.py"),
+        "python": str(ctx.parent / "venv"),
+    }
+    assert json.loads(run(image, ["--epochs", "3"]))["argv"] == ["--epochs", "3"]
+
+
+def test_generated_dockerfile_image_and_cache(tmp_path: Path) -> None:
+    src = trainer(tmp_path / "src", dockerfile=None)
+    first = build(src, tmp_path / "store")
+    second = build(src, tmp_path / "store")
+    assert (first.cached, second.cached, first.dockerfile) == (False, True, "generated")
+    assert (
+        first.image_uri
+        == second.image_uri
+        == (f"local/demo:ctx-{first.digest[:20]}@sha256:{first.digest}")
+    )
+    by_tag = local_store.lookup(f"local/demo:ctx-{first.digest[:20]}", tmp_path / "store")
+    assert by_tag is not None and by_tag.argv() == [str(by_tag.python), "train.py"]
+    (src / "train.py").write_text(TRAINER + "# changed\n")
+    third = build(src, tmp_path / "store")
+    assert (third.cached, third.digest != first.digest) == (False, True)
+
+
+def test_unknown_or_malformed_images_are_not_found(tmp_path: Path) -> None:
+    assert local_store.lookup("local/none:latest", tmp_path) is None
+    assert local_store.lookup("local/none@sha256:" + "0" * 64, tmp_path) is None
+    assert local_store.lookup("Not An Image", tmp_path) is None
+
+
+def test_job_command_and_args_override_like_a_container(tmp_path: Path) -> None:
+    result = build(trainer(tmp_path / "src"), tmp_path / "store")
+    image = local_store.lookup(result.image_uri, tmp_path / "store")
+    assert image is not None
+    assert image.argv(["python", "-m", "x"], ["--a"]) == [str(image.python), "-m", "x", "--a"]
+    assert image.argv(["/bin/echo"]) == ["/bin/echo"]
+    assert image.argv(None, ["--b"]) == [str(image.python), "train.py", "--b"]
+
+
+def test_tagged_repository_is_refused(tmp_path: Path) -> None:
+    request = builder.BuildRequest(source_dir=trainer(tmp_path / "src"), repository="local/demo:v1")
+    with pytest.raises(ValueError) as err:
+        builder.build(request, StoreBackend(tmp_path / "store"), log=lambda _: None)
+    assert str(err.value) == (
+        "image_uri: 'local/demo:v1' has a tag or digest; accepted: the repository only "
+        "(e.g. 'local/demo'); trainpool tags the image with its context digest"
+    )
+    assert not (tmp_path / "store").exists()
