@@ -132,6 +132,7 @@ def build_pipeline_job(
         raise SubmitError([f"--param: {err}"]) from err
     resource = sdk_job._gca_resource
     job = aiplatform_v1.PipelineJob.deserialize(type(resource).serialize(resource))
+    job.display_name = display_name or str(sdk_job.pipeline_spec["pipelineInfo"]["name"])
     if target.service_account:
         job.service_account = target.service_account
     return sdk_job.job_id, job
