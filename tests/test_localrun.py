@@ -37,6 +37,7 @@ def test_inputs_and_defaults_are_typed(tiny: Path) -> None:
         "config": "STRUCT",
         "fail": "BOOLEAN",
         "label": "STRING",
+        "pause": "NUMBER_DOUBLE",
         "ratio": "NUMBER_DOUBLE",
         "tags": "LIST",
         "verbose": "BOOLEAN",
@@ -48,6 +49,7 @@ def test_inputs_and_defaults_are_typed(tiny: Path) -> None:
         "config": {"workers": 2.0},
         "fail": False,
         "label": "run",
+        "pause": 0.0,
         "ratio": 0.5,
         "tags": ["x"],
         "verbose": False,
@@ -79,7 +81,7 @@ def test_bad_params_are_all_named(tiny: Path) -> None:
     assert caught.value.problems == [
         "--param a=1.5: a is NUMBER_INTEGER; accepted: a whole number such as 3",
         "--param lable: the pipeline has no such parameter (did you mean 'label'?); "
-        "accepted: a, b, config, fail, label, ratio, tags, verbose",
+        "accepted: a, b, config, fail, label, pause, ratio, tags, verbose",
         '--param tags={}: tags is LIST; accepted: a JSON list such as ["a", 1]',
         "--param 'noequals': expected NAME=VALUE, e.g. --param worker_count=2",
         "--param b: given twice; accepted: each parameter once",

@@ -16,6 +16,7 @@ import re
 import sys
 import threading
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -51,6 +52,7 @@ CREATE TABLE IF NOT EXISTS pipeline_jobs (
   proto BLOB NOT NULL
 );
 """
+_FAILED = re.compile(r"^pipeline \S+ FAILED: ")
 _RUN_CLI = "from trainpool.cli import main; main()"
 
 
@@ -65,6 +67,14 @@ def param_args(values: dict[str, Any]) -> list[str]:
         text = value if isinstance(value, str) else json.dumps(value)
         args += ["--param", f"{name}={text}"]
     return args
+
+
+def failure_summary(log: Path) -> str:
+    """The ``pipeline X FAILED: ...`` line of a run's log (else its last line), and the log."""
+    lines = [line for line in processes.tail(log, 40).splitlines() if line.strip()]
+    found = [line for line in lines if _FAILED.match(line)]
+    summary = found[-1] if found else (lines[-1] if lines else "no output")
+    return f"{summary.strip()} (log: {log})"
 
 
 class PipelineService:
@@ -164,7 +174,7 @@ class PipelineService:
         code = run.proc.wait()
         with self._lock:
             if not self._closed:
-                self._finish(name, code, processes.tail(run.launch.log, 5))
+                self._finish(name, code, failure_summary(run.launch.log))
 
     def _finish(self, name: str, code: int, log_tail: str) -> None:
         with self._lock:
