@@ -51,6 +51,7 @@ def save_model(model: Any, destination: str, strategy: Any) -> str:
     task_type, task_id, has_chief = strategy_task(strategy)
     target = local_path(destination)
     path = write_path(target, task_type, task_id, has_chief)
+    os.makedirs(os.path.dirname(path.rstrip(os.sep)) or ".", exist_ok=True)
     model.save(path)
     if path != target:
         shutil.rmtree(os.path.dirname(path.rstrip(os.sep)), ignore_errors=True)

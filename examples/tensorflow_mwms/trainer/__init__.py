@@ -1,0 +1,1 @@
+"""TensorFlow MultiWorkerMirroredStrategy example trainer (run as ``python -m trainer.task``)."""
