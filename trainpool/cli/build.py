@@ -42,14 +42,19 @@ def run_build(
     root: Path | None = None,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, object]:
-    """Build ``source_dir``; return the ``--json`` result dict (``imageUri``, ``cached``, ...)."""
+    """Build ``source_dir``; return the ``--json`` result dict (``imageUri``, ``cached``, ...).
+
+    ``auto`` is Cloud Build when a project is given (with the Vertex emulator set, only
+    when a storage emulator is set too), else the local backend.
+    """
     from trainpool.build import builder
     from trainpool.build.local_backend import local_backend
     from trainpool.vertex.clients import emulator_host
 
     if backend not in BACKENDS:
         raise ValueError(f"backend: {backend!r}; accepted: {', '.join(BACKENDS)}")
-    use_cloud = backend == "cloud" or (backend == "auto" and bool(project) and not emulator_host())
+    storage_reachable = not emulator_host() or bool(os.environ.get("STORAGE_EMULATOR_HOST"))
+    use_cloud = backend == "cloud" or (backend == "auto" and bool(project) and storage_reachable)
     if use_cloud and not project:
         raise ValueError("project: '' is empty; accepted: a project id (needed by backend 'cloud')")
     src = Path(source_dir)

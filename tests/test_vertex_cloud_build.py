@@ -1,0 +1,140 @@
+"""Cloud Build over loopback: gcp-storage-emulator for GCS, the trainpool emulator for builds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.cloud.devtools.cloudbuild_v1 import types
+
+import trainpool.emulator as emulator
+from trainpool.build import local_store
+from trainpool.cli.build import run_build
+from trainpool.emulator.cloud_build_service import HOLD_ENV
+from trainpool.vertex.cloud_build import MARKERS, cloud_build_client
+
+pytestmark = pytest.mark.timeout(120)
+PROJECT = "demo"
+BUCKET = "demo_cloudbuild"
+CLI = "from trainpool.cli import main; main()"
+REPO = "us-central1-docker.pkg.dev/demo/trainpool/tiny"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def gcs(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    from gcp_storage_emulator.server import create_server
+
+    port = free_port()
+    server = create_server("127.0.0.1", port, in_memory=True, default_bucket=BUCKET)
+    server.start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def emu(tmp_path: Path, gcs: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
+    with emulator.start(tmp_path / "emu") as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        yield emu
+
+
+def tiny(root: Path) -> Path:
+    root.mkdir()
+    (root / "train.py").write_text("print('tiny trainer')\n")
+    return root
+
+
+def test_build_pushes_then_skips_the_cached_rebuild(tmp_path: Path, emu: emulator.Emulator) -> None:
+    lines: list[str] = []
+    kwargs = dict(image_uri=REPO, backend="cloud", project=PROJECT, log=lines.append)
+    first = run_build(str(tiny(tmp_path / "src")), **kwargs)
+    digest = str(first["contextDigest"])
+    tag = f"ctx-{digest.removeprefix('sha256:')[:20]}"
+    build_id = lines[1].split()[2].rstrip(":")
+    assert first == {
+        "imageUri": f"{REPO}:{tag}@{digest}",
+        "cached": False,
+        "backend": "cloud-build",
+        "contextDigest": digest,
+        "tag": tag,
+        "dockerfile": "generated",
+        "notes": [
+            f"Cloud Build {lines[1].split()[2].rstrip(':')}: SUCCESS, pushed {REPO}:{tag}@{digest}"
+        ],
+    }
+    log_url = (emu.root / "builds" / build_id / "log.txt").as_uri()
+    assert lines[1] == f"Cloud Build {build_id}: logs at {log_url}"
+    build = cloud_build_client().get_build(project_id=PROJECT, id=build_id)
+    assert build.status == types.Build.Status.SUCCESS
+    assert [(i.name, i.digest) for i in build.results.images] == [(f"{REPO}:{tag}", digest)]
+    assert build.steps[0].args == ["build", "--tag", f"{REPO}:{tag}", "."]
+    # "pushed": the emulator can now run a job from that image
+    image = local_store.lookup(str(first["imageUri"]), emu.root)
+    assert image is not None and image.argv() == [str(image.python), "train.py"]
+
+    lines.clear()
+    second = run_build(str(tmp_path / "src"), **kwargs)
+    assert second == {**first, "cached": True, "notes": []}
+    assert lines == [
+        f"{REPO}:{tag}: an image of this exact context exists (cloud-build); build skipped"
+    ]
+    from google.cloud import storage  # type: ignore[attr-defined]
+
+    names = sorted(b.name for b in storage.Client(project=PROJECT).list_blobs(BUCKET))
+    raw = digest.removeprefix("sha256:")
+    assert names == [f"trainpool/contexts/{raw}.tar.gz", f"{MARKERS}/{raw}.json"]
+
+
+def test_failed_build_reports_status_and_logs(tmp_path: Path, emu: emulator.Emulator) -> None:
+    src = tiny(tmp_path / "src")
+    (src / "requirements.txt").write_text("--no-such-pip-option\n")
+    (src / "Dockerfile").write_text(
+        "FROM python:3.11\nCOPY . /app\nRUN pip install -r /app/requirements.txt\n"
+    )
+    with pytest.raises(RuntimeError, match=r"build \S+ ended FAILURE: .*; logs: file://"):
+        run_build(str(src), image_uri=REPO, backend="cloud", project=PROJECT, log=lambda _: None)
+
+
+def test_sigterm_cancels_the_build(tmp_path: Path, gcs: str) -> None:
+    os.environ[HOLD_ENV] = "30"
+    try:
+        emu = emulator.start(tmp_path / "emu")
+    finally:
+        del os.environ[HOLD_ENV]
+    with emu:
+        env = dict(os.environ, VERTEX_AI_EMULATOR_HOST=emu.address, STORAGE_EMULATOR_HOST=gcs)
+        cmd = [sys.executable, "-c", CLI, "build-image", str(tiny(tmp_path / "src"))]
+        cmd += ["--image", REPO, "--project", PROJECT]
+        proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        line = ""
+        while "logs at" not in line:
+            line = proc.stderr.readline()
+            assert line, "the build-image process ended before printing the logs URL"
+        build_id = line.split()[2].rstrip(":")
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=30) == 1
+        assert f"cancelling build {build_id}" in rest
+        assert "build cancelled: SIGTERM received" in rest
+        os.environ["VERTEX_AI_EMULATOR_HOST"] = emu.address
+        try:
+            build = cloud_build_client().get_build(project_id=PROJECT, id=build_id)
+        finally:
+            del os.environ["VERTEX_AI_EMULATOR_HOST"]
+        assert build.status == types.Build.Status.CANCELLED
