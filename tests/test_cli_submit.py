@@ -1,0 +1,114 @@
+"""`trainpool submit` against the emulator over real gRPC: runs, schedules, refusals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fixtures.pipelines import compile_fixture
+from google.protobuf import json_format
+from typer.testing import CliRunner
+
+import trainpool.emulator as emulator
+from trainpool.cli import app
+from trainpool.vertex import clients
+
+pytestmark = pytest.mark.timeout(120)
+
+PARENT = "projects/demo-project/locations/us-central1"
+TARGET = ["--project", "demo-project", "--location", "us-central1"]
+TARGET += ["--pipeline-root", "gs://demo-bucket/root"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return compile_fixture("tiny", tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture
+def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    with emulator.start(tmp_path) as running:
+        monkeypatch.setenv(clients.EMULATOR_ENV, running.address)
+        yield
+
+
+def submit(*args: str) -> object:
+    return CliRunner().invoke(app, ["submit", *args])
+
+
+def parameter_values(job: object) -> dict[str, object]:
+    message = type(job).pb(job)  # type: ignore[attr-defined]
+    return json_format.MessageToDict(message.runtime_config)["parameterValues"]
+
+
+def test_submit_creates_one_run_with_the_parameters(tiny: Path, emu: None) -> None:
+    result = submit(str(tiny), *TARGET, "--param", "a=4", "--param", 'config={"w": 1}')
+    assert result.exit_code == 0, result.stderr
+    jobs = list(clients.pipeline_client("us-central1").list_pipeline_jobs(parent=PARENT))
+    assert len(jobs) == 1
+    job_id = jobs[0].name.rsplit("/", 1)[1]
+    assert result.output == (
+        f"submitted {jobs[0].name} (PIPELINE_STATE_RUNNING)\n"
+        "https://console.cloud.google.com/vertex-ai/locations/us-central1/pipelines/runs/"
+        f"{job_id}?project=demo-project\n"
+    )
+    assert parameter_values(jobs[0]) == {"a": 4, "config": {"w": 1}}
+
+
+def test_schedule_is_created_then_replaced(tiny: Path, emu: None) -> None:
+    args = [str(tiny), *TARGET, "--schedule", "30 2 * * 1", "--timezone", "America/New_York"]
+    args += ["--service-account", "sa@demo-project.iam.gserviceaccount.com"]
+    first = submit(*args, "--param", "b=3")
+    assert first.exit_code == 0, first.stderr
+    assert first.output == (
+        f"schedule {PARENT}/schedules/1000 (TZ=America/New_York 30 2 * * 1, max 1 concurrent run)\n"
+    )
+    second = submit(*args, "--param", "b=4")
+    assert second.exit_code == 0, second.stderr
+    assert second.output == (
+        f"schedule {PARENT}/schedules/1001 (TZ=America/New_York 30 2 * * 1, max 1 concurrent run)\n"
+        f"replaced {PARENT}/schedules/1000\n"
+    )
+    left = list(clients.schedule_client("us-central1").list_schedules(parent=PARENT))
+    assert [(s.name, s.display_name) for s in left] == [(f"{PARENT}/schedules/1001", "tiny")]
+    embedded = left[0].create_pipeline_job_request.pipeline_job
+    assert parameter_values(embedded) == {"b": 4}
+    assert embedded.service_account == "sa@demo-project.iam.gserviceaccount.com"
+    assert list(clients.pipeline_client("us-central1").list_pipeline_jobs(parent=PARENT)) == []
+
+
+def test_bad_input_names_every_problem_and_creates_nothing(tiny: Path, emu: None) -> None:
+    result = submit(
+        str(tiny),
+        "--project", "demo-project", "--location", "us-central1",
+        "--pipeline-root", "bucket/root",
+        "--param", "a=two", "--param", "worker=2",
+        "--schedule", "0 3 * *", "--timezone", "Nowhere/Land",
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "--pipeline-root: 'bucket/root'; accepted: gs://BUCKET or gs://BUCKET/PATH",
+        "--param a=two: a is NUMBER_INTEGER; accepted: a whole number such as 3",
+        "--param worker: the pipeline has no such parameter; accepted: "
+        "a, b, config, fail, label, pause, ratio, tags, verbose",
+        "--schedule: '0 3 * *'; accepted: five cron fields 'MIN HOUR DAY MONTH WEEKDAY' "
+        "such as '0 3 * * *'",
+        "--timezone: 'Nowhere/Land'; accepted: an IANA time zone such as America/New_York",
+    ]
+    assert list(clients.pipeline_client("us-central1").list_pipeline_jobs(parent=PARENT)) == []
+    assert list(clients.schedule_client("us-central1").list_schedules(parent=PARENT)) == []
+
+
+def test_timezone_needs_a_schedule(tiny: Path) -> None:
+    result = submit(str(tiny), *TARGET, "--timezone", "UTC")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "--timezone: 'UTC' without --schedule; accepted: --timezone with --schedule\n"
+    )
+
+
+def test_missing_pipeline_file(tmp_path: Path) -> None:
+    result = submit(str(tmp_path / "absent.yaml"), *TARGET)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("PIPELINE: [Errno 2] No such file or directory")
