@@ -12,7 +12,7 @@ from typing import Any
 
 from trainpool.plan import PlanError, plan_cluster
 
-GPU_POOLS = [
+GPU_POOLS: list[dict[str, Any]] = [
     {
         "machine_type": "n1-highmem-96",
         "accelerator_type": "NVIDIA_TESLA_V100",

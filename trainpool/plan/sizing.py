@@ -49,7 +49,7 @@ def cheapest_reducer() -> str:
         and m.price_usd_per_hour is not None
         and m.egress_gbps >= MIN_REDUCER_GBPS
     ]
-    best = min(eligible, key=lambda m: (m.price_usd_per_hour / m.egress_gbps, m.name))
+    best = min(eligible, key=lambda m: ((m.price_usd_per_hour or 0.0) / m.egress_gbps, m.name))
     return best.name
 
 
