@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
+from google.cloud.aiplatform_v1.types.job_state import JobState
 
 from trainpool.build import builder, local_store
 from trainpool.build.local_backend import StoreBackend
 
 pytestmark = pytest.mark.timeout(120)
+DONE = {JobState.JOB_STATE_SUCCEEDED, JobState.JOB_STATE_FAILED, JobState.JOB_STATE_CANCELLED}
 
 TRAINER = """\
 import json, os, sys
@@ -129,3 +134,53 @@ def test_tagged_repository_is_refused(tmp_path: Path) -> None:
         "(e.g. 'local/demo'); trainpool tags the image with its context digest"
     )
     assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.slow
+def test_pytorch_example_image_runs_as_a_three_replica_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trainpool.emulator as emulator
+    from trainpool.vertex.clients import job_client
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "pytorch_ddp"
+    root = tmp_path / "home"
+    cli = "from trainpool.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", cli, "build-image", str(example), "--local", "--json"],
+        env={**os.environ, "TRAINPOOL_HOME": str(root)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    image_uri = json.loads(done.stdout)["imageUri"]
+    assert image_uri.startswith("local/pytorch-ddp:ctx-")
+    with emulator.start(root) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        pools = [
+            {
+                "replica_count": n,
+                "machine_spec": {"machine_type": "n1-standard-4"},
+                "container_spec": {"image_uri": image_uri, "args": ["--epochs=1"]},
+            }
+            for n in (1, 2)
+        ]
+        spec = {
+            "worker_pool_specs": pools,
+            "base_output_directory": {"output_uri_prefix": "gs://b/ddp"},
+        }
+        job = client.create_custom_job(
+            parent="projects/demo/locations/us-central1",
+            custom_job={"display_name": "ddp", "job_spec": spec},
+        )
+        deadline = time.monotonic() + 90
+        while (got := client.get_custom_job(name=job.name)).state not in DONE:
+            assert time.monotonic() < deadline, f"{job.name} still {got.state.name}"
+            time.sleep(0.2)
+    assert got.state == JobState.JOB_STATE_SUCCEEDED, got.error
+    assert (root / "gcs/b/ddp/model/model.pt").is_file()
+    job_dir = root / "jobs" / job.name.rsplit("/", 1)[-1]
+    for rank, name in enumerate(["workerpool0-0", "workerpool1-0", "workerpool1-1"]):
+        log = (job_dir / f"{name}.log").read_text()
+        assert f"{name} rank {rank}/3 epoch 1" in log
