@@ -1,0 +1,5 @@
+"""``python -m trainpool.cli``."""
+
+from trainpool.cli import main
+
+main()
