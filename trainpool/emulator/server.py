@@ -61,22 +61,36 @@ class Emulator:
         self.stop()
 
 
+def _listen(server: grpc.Server, port: int) -> int:
+    try:
+        bound = server.add_insecure_port(f"{HOST}:{port}")
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        raise OSError(
+            f"port: {port}: cannot listen on {HOST}:{port} (in use?); "
+            "accepted: a free port, or 0 for any free port"
+        )
+    return bound
+
+
 def start(root: str | Path, port: int = 0, faults: Faults | None = None) -> Emulator:
     """Serve every service in ``SERVICES`` on ``127.0.0.1:port`` (0: a free port) from ``root``."""
     if not 0 <= port <= 65535:
         raise ValueError(f"port: {port!r}; accepted: 0 (any free port) to 65535")
     state = EmulatorState(Path(root), faults or Faults())
     interceptors = [FaultInterceptor(state.faults)] if state.faults.active else []
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=WORKERS), interceptors=interceptors)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=WORKERS),
+        interceptors=interceptors,
+        options=[("grpc.so_reuseport", 0)],
+    )
     try:
         handlers = [importlib.import_module(name).handler(state) for name in SERVICES]
         server.add_generic_rpc_handlers(handlers)
-        bound = server.add_insecure_port(f"{HOST}:{port}")
+        bound = _listen(server, port)
     except BaseException:
         state.close()
         raise
-    if bound == 0:
-        state.close()
-        raise OSError(f"port: {port}: cannot listen on {HOST}:{port} (in use?)")
     server.start()
     return Emulator(state, server, bound)

@@ -1,0 +1,151 @@
+"""The emulator as a server process: restart after a crash, clean stop, the CLI's flags."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.cloud.aiplatform_v1.types.job_state import JobState
+
+import trainpool.emulator as emulator
+from trainpool.vertex.clients import job_client
+
+pytestmark = pytest.mark.timeout(60)
+
+PARENT = "projects/demo/locations/us-central1"
+SLEEPER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
+
+
+def sleeper_job(pid_file: Path) -> dict[str, Any]:
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {
+            "image_uri": "local/none",
+            "command": [sys.executable, "-c", SLEEPER, str(pid_file)],
+        },
+    }
+    return {"display_name": "sleeper", "job_spec": {"worker_pool_specs": [pool]}}
+
+
+@pytest.fixture
+def cli_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from trainpool.cli import main; main()", "emulator"]
+        + ["--root", str(tmp_path / "root")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("Vertex AI emulator listening on 127.0.0.1:"), line
+    yield proc, line.split()[5]
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def wait_for(predicate: Any, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_restart_after_crash_marks_running_jobs_failed_and_keeps_every_record(
+    cli_server: tuple[subprocess.Popen[str], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proc, address = cli_server
+    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", address)
+    client = job_client("us-central1")
+    quick = sleeper_job(tmp_path / "unused")
+    quick["job_spec"]["worker_pool_specs"][0]["container_spec"]["command"] = [
+        sys.executable,
+        "-c",
+        "pass",
+    ]
+    finished = client.create_custom_job(parent=PARENT, custom_job=quick)
+    wait_for(lambda: client.get_custom_job(name=finished.name).state.name == "JOB_STATE_SUCCEEDED")
+    running = client.create_custom_job(parent=PARENT, custom_job=sleeper_job(tmp_path / "pid"))
+    wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text() != "")
+    wait_for(lambda: client.get_custom_job(name=running.name).state == JobState.JOB_STATE_RUNNING)
+    replica_pid = int((tmp_path / "pid").read_text())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not pid_gone(replica_pid)
+
+    with emulator.start(tmp_path / "root") as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        wait_for(lambda: pid_gone(replica_pid), timeout=5)
+        after = client.get_custom_job(name=running.name)
+        assert after.state == JobState.JOB_STATE_FAILED
+        assert after.error.code == 13
+        assert after.error.message.startswith("The emulator stopped while this job was running")
+        assert after.create_time == running.create_time
+        assert after.end_time > after.start_time
+        listed = {j.name: j.state.name for j in client.list_custom_jobs(parent=PARENT)}
+        assert listed == {finished.name: "JOB_STATE_SUCCEEDED", running.name: "JOB_STATE_FAILED"}
+        third = client.create_custom_job(parent=PARENT, custom_job=quick)
+        assert third.name == f"{PARENT}/customJobs/1002"
+
+
+def test_sigterm_stops_the_server_and_its_jobs(
+    cli_server: tuple[subprocess.Popen[str], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proc, address = cli_server
+    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", address)
+    client = job_client("us-central1")
+    job = client.create_custom_job(parent=PARENT, custom_job=sleeper_job(tmp_path / "pid"))
+    wait_for(lambda: (tmp_path / "pid").exists() and (tmp_path / "pid").read_text() != "")
+    replica_pid = int((tmp_path / "pid").read_text())
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=15) == 0
+    assert pid_gone(replica_pid)
+    with emulator.start(tmp_path / "root") as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        after = job_client("us-central1").get_custom_job(name=job.name)
+    assert after.state == JobState.JOB_STATE_FAILED
+    assert after.error.message.startswith("The emulator was stopped while this job was running")
+
+
+def test_cli_refuses_bad_fault_flags(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "from trainpool.cli import main; main()", "emulator"]
+        + ["--root", str(tmp_path), "--unavailable-rate", "2"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "unavailable_rate: 2.0; accepted: a share from 0.0 to 1.0" in result.stderr
+    assert not (tmp_path / "emulator.sqlite").exists()
+
+
+def test_port_in_use_is_refused(tmp_path: Path) -> None:
+    with emulator.start(tmp_path / "a") as first:
+        assert first.address == f"127.0.0.1:{first.port}"
+        with pytest.raises(OSError, match=f"port: {first.port}: cannot listen on 127.0.0.1"):
+            emulator.start(tmp_path / "b", port=first.port)
+    with pytest.raises(ValueError, match="port: 70000; accepted: 0"):
+        emulator.start(tmp_path / "c", port=70000)

@@ -1,0 +1,69 @@
+"""``trainpool emulator [--port N] [--root DIR] [fault flags]``: the local Vertex AI API."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from trainpool.cli._common import fail
+
+
+def default_root() -> Path:
+    """``$TRAINPOOL_HOME``, else ``./.trainpool``."""
+    return Path(os.environ.get("TRAINPOOL_HOME", ".trainpool"))
+
+
+def emulator_command(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 0,
+    root: Annotated[
+        Path | None,
+        typer.Option(help="State directory (default: $TRAINPOOL_HOME or ./.trainpool)."),
+    ] = None,
+    unavailable_rate: Annotated[
+        float, typer.Option(help="Fault: share of calls (0..1) answered UNAVAILABLE.")
+    ] = 0.0,
+    delay: Annotated[float, typer.Option(help="Fault: seconds added to every answer.")] = 0.0,
+    fault_seed: Annotated[int, typer.Option(help="Seed of the UNAVAILABLE choice.")] = 0,
+    fault_method: Annotated[
+        list[str] | None,
+        typer.Option(help="Limit the faults to this method (repeatable), e.g. GetCustomJob."),
+    ] = None,
+    kill_replica: Annotated[
+        str, typer.Option(help="Fault: SIGKILL this replica (e.g. workerpool1-0) of every job...")
+    ] = "",
+    kill_after: Annotated[float, typer.Option(help="...this many seconds after it starts.")] = 1.0,
+) -> None:
+    """Serve the Vertex AI JobService (and the other emulated services) on 127.0.0.1."""
+    from trainpool import emulator
+
+    try:
+        faults = emulator.Faults(
+            unavailable_rate=unavailable_rate,
+            delay_s=delay,
+            seed=fault_seed,
+            methods=tuple(fault_method or ()),
+            kill=emulator.KillFault(kill_replica, kill_after) if kill_replica else None,
+        )
+        emu = emulator.start(root or default_root(), port=port, faults=faults)
+    except (ValueError, OSError) as err:
+        fail(str(err))
+    stopping = threading.Event()
+
+    def stop(signum: int, frame: Any) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    typer.echo(f"Vertex AI emulator listening on {emu.address} (root {emu.root})")
+    typer.echo(f"export VERTEX_AI_EMULATOR_HOST={emu.address}", err=True)
+    stopping.wait()
+    emu.stop()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("emulator")(emulator_command)
