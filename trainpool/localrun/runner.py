@@ -57,7 +57,7 @@ class RunResult:
 
 
 @contextlib.contextmanager
-def _environ(updates: Mapping[str, str]) -> Iterator[None]:
+def patched_environ(updates: Mapping[str, str]) -> Iterator[None]:
     saved = {key: os.environ.get(key) for key in updates}
     os.environ.update(updates)
     try:
@@ -79,7 +79,7 @@ def emulator_for(root: Path) -> Iterator[str]:
         return
     from trainpool import emulator
 
-    with emulator.start(root) as running, _environ({clients.EMULATOR_ENV: running.address}):
+    with emulator.start(root) as running, patched_environ({clients.EMULATOR_ENV: running.address}):
         yield running.address
 
 
@@ -133,7 +133,7 @@ def run_local(
     error = ""
     with contextlib.ExitStack() as stack:
         stack.enter_context(emulator_for(root))
-        stack.enter_context(_environ({"TRAINPOOL_HOME": str(root)}))
+        stack.enter_context(patched_environ({"TRAINPOOL_HOME": str(root)}))
         log = TaskLog(stack.enter_context(open(transcript, "w", encoding="utf-8")))
         if console is not None:
             frame = Frame(name, log.snapshot, watch.snapshot if watch else list)
