@@ -1,0 +1,47 @@
+"""KFP component: build a trainer folder's training image (thin wiring over trainpool.build)."""
+
+from typing import NamedTuple
+
+from kfp import dsl
+
+from trainpool.config import COMPONENTS_IMAGE
+
+
+@dsl.component(base_image=COMPONENTS_IMAGE, install_kfp_package=False)
+def build_image(
+    source_dir: str,
+    image_uri: str,
+    framework: str = "pytorch",
+    reduction_server: bool = False,
+    backend: str = "auto",
+    project: str = "",
+    location: str = "us-central1",
+) -> NamedTuple("Outputs", image_uri=str, cached=bool):
+    """Build a training image tagged with the digest of its context; skip it when it exists.
+
+    source_dir is a folder (or gs:// path) with the trainer; its own Dockerfile is
+    used, else one is generated for framework ("pytorch" or "tensorflow"), with the
+    Reduction Server plugin when reduction_server is true. image_uri is the repository
+    to push to; with source_dir empty it is returned unchanged (no build; cached is
+    true). backend is "auto" (Cloud Build when a project is given, else local),
+    "cloud" or "local". Outputs the image URI with its digest, and whether the build
+    was skipped because that image existed.
+    """
+    if not source_dir:
+        return image_uri, True
+    from trainpool.cli.build import run_build
+    from trainpool.runtime.gcs import local_path
+
+    if source_dir.startswith("gs://"):
+        source_dir = local_path(source_dir)
+    result = run_build(
+        source_dir,
+        image_uri=image_uri,
+        framework=framework,
+        reduction_server=reduction_server,
+        backend=backend,
+        project=project,
+        location=location,
+        log=print,
+    )
+    return str(result["imageUri"]), bool(result["cached"])
