@@ -1,0 +1,51 @@
+"""Best trial choice and the trials report, from a tuning job's REST JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainpool.vertex.sweep import best_trial, trial_rows
+from trainpool.vertex.trials_report import trials_html
+
+JOB: dict[str, Any] = {
+    "trials": [
+        {
+            "id": str(i),
+            "state": "SUCCEEDED",
+            "parameters": [{"parameterId": "lr", "value": lr}],
+            "finalMeasurement": {"metrics": [{"metricId": "acc", "value": acc}]},
+        }
+        for i, lr, acc in [(1, 0.1, 0.7), (2, 0.01, 0.9), (3, 0.001, 0.9)]
+    ]
+    + [{"id": "4", "state": "INFEASIBLE", "parameters": [{"parameterId": "lr", "value": 1.0}]}]
+}
+
+
+def test_trial_rows_are_flat_and_readable() -> None:
+    assert trial_rows(JOB)[1] == {
+        "id": "2",
+        "state": "SUCCEEDED",
+        "parameters": {"lr": 0.01},
+        "metrics": {"acc": 0.9},
+        "custom_job": "",
+        "infeasible_reason": "",
+    }
+
+
+def test_best_follows_the_goal_and_ties_go_to_the_lowest_trial_id() -> None:
+    rows = trial_rows(JOB)
+    assert best_trial(rows, "acc", "MAXIMIZE")["id"] == "2"
+    assert best_trial(rows, "acc", "MINIMIZE")["id"] == "1"
+    assert best_trial(rows, "loss", "MINIMIZE") is None
+
+
+def test_report_has_a_row_per_trial_and_a_point_per_measured_trial() -> None:
+    html = trials_html(trial_rows(JOB), "acc", "MAXIMIZE", "2")
+    assert html.count("<tr") == 5
+    assert html.count("<circle ") == 3
+    assert html.count('r="6"') == 1
+    assert "<h1>acc (maximize), 4 trials; best trial: 2</h1>" in html
+    assert (
+        '<tr style="font-weight:bold"><td>2</td><td>SUCCEEDED</td><td>0.01</td><td>0.9</td></tr>'
+        in html
+    )
