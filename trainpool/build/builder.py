@@ -77,7 +77,8 @@ def prepare(request: BuildRequest) -> tuple[BuildContext, str]:
     """The build context of ``request`` and whether its Dockerfile is "own" or "generated"."""
     entries = context.collect(request.source_dir)
     paths = [e.path for e in entries]
-    needs_runtime = vendor.imports_trainpool(entries)
+    has_own_copy = any(p.startswith("trainpool/") for p in paths)
+    needs_runtime = not has_own_copy and vendor.imports_trainpool(entries)
     if needs_runtime:
         entries += vendor.runtime_entries()
     if dockerfile.DOCKERFILE in paths:
