@@ -86,23 +86,23 @@ class PipelineService:
         self._runs: dict[str, processes.Replica] = {}
         self._closed = False
 
-    def get(self, name: str) -> pj.PipelineJob:
+    def get(self, name: str) -> Any:
         validation.check_name(name, KIND)
         rows = self.db.execute("SELECT proto FROM pipeline_jobs WHERE name = ?", (name,))
         if not rows:
             raise not_found(f"PipelineJob {name} not found.")
         return pj.PipelineJob.deserialize(rows[0]["proto"])
 
-    def _save(self, job: pj.PipelineJob) -> None:
+    def _save(self, job: Any) -> None:
         job.update_time = _now()
         self.db.execute(
             "UPDATE pipeline_jobs SET state = ?, proto = ? WHERE name = ?",
             (int(job.state), pj.PipelineJob.serialize(job), job.name),
         )
 
-    def create(self, request: ps.CreatePipelineJobRequest) -> pj.PipelineJob:
+    def create(self, request: ps.CreatePipelineJobRequest) -> Any:
         validation.check_parent(request.parent)
-        job = request.pipeline_job
+        job: Any = request.pipeline_job
         message = pj.PipelineJob.pb(job)
         spec = json_format.MessageToDict(message.pipeline_spec)
         values = json_format.MessageToDict(message.runtime_config).get("parameterValues", {})
@@ -150,7 +150,7 @@ class PipelineService:
             self._start(job, spec, values)
         return self.get(job.name)
 
-    def _start(self, job: pj.PipelineJob, spec: dict[str, Any], values: dict[str, Any]) -> None:
+    def _start(self, job: Any, spec: dict[str, Any], values: dict[str, Any]) -> None:
         folder = self.state.root / "pipelines" / job.name.rsplit("/", 1)[-1]
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "pipeline.json").write_text(json.dumps(spec, sort_keys=True), encoding="utf-8")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import grpc
@@ -72,7 +73,7 @@ class ScheduleService:
 
     def create(self, request: ss.CreateScheduleRequest) -> sc.Schedule:
         validation.check_parent(request.parent)
-        schedule = request.schedule
+        schedule: Any = request.schedule
         if not schedule.display_name:
             raise invalid("schedule.display_name: '' is empty; accepted: a non-empty name")
         check_cron(schedule.cron)

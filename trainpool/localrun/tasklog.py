@@ -93,6 +93,6 @@ class TaskLog(io.TextIOBase):
         elif self._current and line.strip():
             if self.run_dir is None and (match := _RUN_DIR.search(line)):
                 self.run_dir = Path(match.group(1))
-            task = self.tasks.get(self._current)
-            if task is not None and task.state == "RUNNING":
-                task.tail.append(line.strip())
+            current = self.tasks.get(self._current)
+            if current is not None and current.state == "RUNNING":
+                current.tail.append(line.strip())

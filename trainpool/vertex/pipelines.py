@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from trainpool.vertex import clients
@@ -119,7 +119,7 @@ def build_pipeline_job(
 
     try:
         sdk_job = aiplatform.PipelineJob(
-            display_name=display_name or None,
+            display_name=cast(str, display_name or None),
             template_path=str(template_path),
             pipeline_root=target.pipeline_root,
             parameter_values=parameter_values,
