@@ -101,7 +101,7 @@ def _categorical(problems: list[Problem], field: str, spec: Any, scale: str) -> 
                 f"{field}.values", f"{values!r}; accepted: a non-empty list of non-empty strings"
             )
         )
-    elif len(set(values)) != len(values):
+    elif isinstance(values, list) and len(set(values)) != len(values):
         problems.append(Problem(f"{field}.values", f"{values!r}; accepted: distinct values"))
     if scale != "SCALE_TYPE_UNSPECIFIED":
         problems.append(Problem(f"{field}.scaleType", f"{scale}; accepted: unset for CATEGORICAL"))

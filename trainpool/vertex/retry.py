@@ -44,8 +44,9 @@ class Backoff:
 
 def status(err: exceptions.GoogleAPICallError) -> str:
     """The gRPC status name of ``err`` (``UNAVAILABLE``), else its HTTP one."""
-    code = err.grpc_status_code or err.code
-    return code.name if code is not None else "UNKNOWN"
+    if err.grpc_status_code is not None:
+        return str(err.grpc_status_code.name)
+    return str(getattr(err.code, "name", err.code))
 
 
 def call(
