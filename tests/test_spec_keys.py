@@ -100,3 +100,23 @@ def test_overrides_refuse_bad_mode() -> None:
         "reduction_server: 'maybe' is not accepted; accepted: request, on, off\n"
         "worker_count: -2 is not accepted; accepted: -1 (keep the request) or a whole number >= 0"
     )
+
+
+def test_normalize_keeps_user_values_that_look_like_defaults() -> None:
+    from google.cloud.aiplatform_v1.types import CustomJobSpec
+
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": 1,
+        "containerSpec": {
+            "imageUri": "x",
+            "args": ["--seed=0", "0", ""],
+            "env": [{"name": "ZERO", "value": "0"}, {"name": "EMPTY", "value": ""}],
+        },
+    }
+    proto_dict = CustomJobSpec.to_dict(CustomJobSpec(**to_snake({"workerPoolSpecs": [pool]})))
+    normalized = normalize_spec(proto_dict)["workerPoolSpecs"][0]["containerSpec"]
+    assert normalized["args"] == ["--seed=0", "0", ""]
+    assert normalized["env"][0] == {"name": "ZERO", "value": "0"}
+    assert normalized["env"][1]["name"] == "EMPTY"
+    assert normalized["env"][1].get("value", "") == ""

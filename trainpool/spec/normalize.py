@@ -47,6 +47,8 @@ STRATEGY_ENUM = {
 
 _UNSET = ("", 0, "0", False, None, "ACCELERATOR_TYPE_UNSPECIFIED", "STRATEGY_UNSPECIFIED")
 _INT64 = frozenset({"replicaCount"})
+_USER_DATA = frozenset({"env", "labels", "args", "command", "packageUris"})
+"""Fields whose values are the user's own data: kept verbatim ("0" and "" included)."""
 
 
 def _enum(value: Any, names: dict[int, str]) -> Any:
@@ -66,6 +68,10 @@ def _prune(obj: Any, key: str = "") -> Any:
                 value = _enum(value, STRATEGY_ENUM)
             elif name in _INT64 and isinstance(value, str) and value.isdigit():
                 value = int(value)
+            if name in _USER_DATA:
+                if value:
+                    out[name] = value
+                continue
             value = _prune(value, name)
             if value in ({}, []) or (not isinstance(value, dict | list) and value in _UNSET):
                 continue
