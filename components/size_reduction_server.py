@@ -13,12 +13,13 @@ def size_reduction_server(
     custom_job_spec: dict,
     sizing_report: Output[Markdown],
     location: str = "us-central1",
-    reducer_machine_type: str = "n1-highcpu-16",
+    reducer_machine_type: str = "",
     gradient_size_mb: float = 100.0,
 ) -> NamedTuple("Outputs", replica_count=int, sizing=dict, custom_job_spec=dict):
     """Size reducers so their egress matches the GPU replicas' (pool 2 of the returned spec).
 
-    reducer_machine_type "auto" picks the cheapest CPU machine per Gbps. Writes the sizing,
+    reducer_machine_type "" keeps the planned reducer machine type (n1-highcpu-16 when the
+    spec has none); "auto" picks the cheapest CPU machine per Gbps. Writes the sizing,
     cost and per-worker all-reduce traffic as Markdown to sizing_report.
     """
     from trainpool.plan import size_reduction_server as size

@@ -181,3 +181,13 @@ def test_size_reduction_server_adds_pool_2_to_a_planned_spec() -> None:
     }
     assert plan.reduction_server is not None
     assert plan.reduction_server["workerEgressGbps"] == 64
+
+
+def test_resizing_keeps_the_planned_reducer_machine_type() -> None:
+    planned = size_reduction_server(
+        plan_cluster(EXAMPLES / "no_image.yaml").custom_job_spec, machine_type="n2-highcpu-16"
+    ).custom_job_spec
+    resized = size_reduction_server(planned)
+    assert resized.worker_pool_specs[2]["machineSpec"] == {"machineType": "n2-highcpu-16"}
+    fresh = size_reduction_server(plan_cluster(EXAMPLES / "no_image.yaml").custom_job_spec)
+    assert fresh.worker_pool_specs[2]["machineSpec"] == {"machineType": "n1-highcpu-16"}

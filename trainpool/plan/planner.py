@@ -194,10 +194,14 @@ def size_reduction_server(
     custom_job_spec: dict[str, Any],
     *,
     location: str = "us-central1",
-    machine_type: str = DEFAULT_REDUCER,
+    machine_type: str = "",
     gradient_size_mb: float = 100.0,
 ) -> Plan:
-    """Put a sized Reduction Server in pool 2 of a planned spec (REST or snake_case)."""
+    """Put a sized Reduction Server in pool 2 of a planned spec (REST or snake_case).
+
+    ``machine_type`` "" keeps the reducer machine type the spec already has (else
+    the default, n1-highcpu-16); "auto" picks the cheapest CPU machine per Gbps.
+    """
     spec = normalize_spec(custom_job_spec)
     pools = spec.setdefault("workerPoolSpecs", [])
     names = RestNamer()
@@ -211,8 +215,12 @@ def size_reduction_server(
                 )
             ]
         )
+    planned = pools[2].get("machineSpec", {}).get("machineType") if len(pools) > 2 else None
     pools.extend({} for _ in range(3 - len(pools)))
-    chosen = cheapest_reducer() if machine_type == "auto" else machine_type
+    if machine_type == "auto":
+        chosen = cheapest_reducer()
+    else:
+        chosen = machine_type or planned or DEFAULT_REDUCER
     pools[2] = {
         "machineSpec": {"machineType": chosen},
         "containerSpec": {"imageUri": reducer_image(location)},
