@@ -1,0 +1,132 @@
+"""The distributed-training pipeline: plan, size, build, then train or sweep.
+
+plan_cluster → size_reduction_server (when the plan has a Reduction Server) →
+build_image → launch_custom_job, or hyperparameter_sweep when max_trial_count > 0.
+
+The cluster request is one parameter (a dict); the usual knobs are flat parameters
+that override it, so a scheduled run or a submit can change the cluster without
+recompiling. The defaults train examples/pytorch_ddp on 1 primary + 2 workers with a
+4-trial grid over the learning rate, 2 trials at a time, on a laptop (CPU only).
+
+Compile with ``trainpool compile``; run locally with
+``trainpool run pipelines/distributed_training.yaml --local``.
+"""
+
+# No `from __future__ import annotations`: KFP reads the parameter annotations as types.
+from typing import NamedTuple
+
+from kfp import dsl
+
+from components.build_image import build_image
+from components.hyperparameter_sweep import hyperparameter_sweep
+from components.launch_custom_job import launch_custom_job
+from components.plan_cluster import plan_cluster
+from components.size_reduction_server import size_reduction_server
+
+DEFAULT_REQUEST: dict = {
+    "primary": {"machine_type": "n1-standard-4"},
+    "workers": {"replica_count": 2, "machine_type": "n1-standard-4"},
+    "args": ["--epochs=2"],
+    "base_output_directory": "gs://trainpool-local/distributed-training",
+}
+
+DEFAULT_STUDY: dict = {
+    "metrics": {"loss": "minimize"},
+    "parameters": {"lr": {"type": "discrete", "values": [0.001, 0.003, 0.01, 0.1]}},
+    "algorithm": "grid",
+}
+
+
+@dsl.pipeline(
+    name="distributed-training",
+    description="Plan a Vertex training cluster, build the trainer image, and train or sweep.",
+)
+def distributed_training(
+    project: str = "local-project",
+    location: str = "us-central1",
+    display_name: str = "distributed-training",
+    cluster_request: dict = DEFAULT_REQUEST,
+    worker_count: int = -1,
+    machine_type: str = "",
+    accelerator_type: str = "",
+    accelerator_count: int = -1,
+    reduction_server: str = "request",
+    tuning_env: bool = False,
+    source_dir: str = "examples/pytorch_ddp",
+    image_uri: str = "us-docker.pkg.dev/local-project/trainpool/pytorch-ddp",
+    framework: str = "pytorch",
+    build_backend: str = "auto",
+    study: dict = DEFAULT_STUDY,
+    max_trial_count: int = 4,
+    parallel_trial_count: int = 2,
+    max_failed_trial_count: int = 0,
+    base_output_directory: str = "",
+    service_account: str = "",
+) -> NamedTuple("Outputs", plan=dsl.Markdown, gcp_resources=str):
+    """Train on Vertex AI from a readable cluster request.
+
+    Knobs: worker_count, machine_type (primary and workers), accelerator_type and
+    accelerator_count override the request when not -1 / ""; reduction_server is
+    "request", "on" or "off". source_dir is the trainer folder (or gs:// path) to
+    build into image_uri; with source_dir "" the image_uri is used as given (no build).
+    max_trial_count 0 runs one CustomJob instead of a sweep. Outputs the plan report
+    and the gcp_resources that name the job (the sweep's or the single job's).
+    """
+    plan = plan_cluster(
+        cluster_request=cluster_request,
+        location=location,
+        worker_count=worker_count,
+        machine_type=machine_type,
+        accelerator_type=accelerator_type,
+        accelerator_count=accelerator_count,
+        reduction_server=reduction_server,
+        tuning_env=tuning_env,
+    ).set_display_name("plan cluster")
+    spec = plan.outputs["custom_job_spec"]
+
+    with dsl.If(plan.outputs["has_reduction_server"] == True):  # noqa: E712 (KFP condition)
+        size_reduction_server(custom_job_spec=spec, location=location).set_display_name(
+            "size reduction server"
+        )
+
+    image = build_image(
+        source_dir=source_dir,
+        image_uri=image_uri,
+        framework=framework,
+        reduction_server=plan.outputs["has_reduction_server"],
+        backend=build_backend,
+        project=project,
+        location=location,
+    ).set_display_name("build image")
+    image.after(plan)
+    built = image.outputs["image_uri"]
+
+    with dsl.If(max_trial_count > 0, name="sweep"):
+        sweep = hyperparameter_sweep(
+            project=project,
+            location=location,
+            display_name=display_name,
+            custom_job_spec=spec,
+            study=study,
+            max_trial_count=max_trial_count,
+            parallel_trial_count=parallel_trial_count,
+            max_failed_trial_count=max_failed_trial_count,
+            image_uri=built,
+            base_output_directory=base_output_directory,
+            service_account=service_account,
+        ).set_display_name("hyperparameter sweep").set_caching_options(False)
+    with dsl.Else(name="single-job"):
+        launch = launch_custom_job(
+            project=project,
+            location=location,
+            display_name=display_name,
+            custom_job_spec=spec,
+            image_uri=built,
+            base_output_directory=base_output_directory,
+            service_account=service_account,
+        ).set_display_name("launch custom job").set_caching_options(False)
+    outputs = NamedTuple("Outputs", plan=dsl.Markdown, gcp_resources=str)
+    return outputs(
+        plan=plan.outputs["plan_report"],
+        gcp_resources=dsl.OneOf(sweep.outputs["gcp_resources"], launch.outputs["gcp_resources"]),
+    )
