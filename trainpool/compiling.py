@@ -1,15 +1,18 @@
 """Compile every component and pipeline to checked-in YAML, reproducibly.
 
 KFP writes the YAML body with sorted keys, but its ``# Inputs:`` header prints
-dict defaults in hash order, so the bytes depend on ``PYTHONHASHSEED``. The
-compile therefore always runs in a child process with ``PYTHONHASHSEED=0``:
-the output is byte-identical whatever the caller's seed.
+dict defaults in the order of a protobuf Struct map, which changes from one
+process to the next (``PYTHONHASHSEED`` alone does not fix it). The compile
+runs in a child process with ``PYTHONHASHSEED=0`` and then rewrites each
+header default with sorted keys, so the output is byte-identical every time.
 """
 
 from __future__ import annotations
 
+import ast
 import filecmp
 import importlib
+import re
 import os
 import subprocess
 import sys
@@ -66,6 +69,35 @@ def _available(root: Path) -> list[Target]:
     return [t for t in TARGETS if (root / (t.module.replace(".", "/") + ".py")).exists()]
 
 
+_HEADER_DEFAULT = re.compile(r"^(#.*\[Default: )(.*)(\])$")
+
+
+def _canonical(value: object) -> str:
+    """``repr`` with dict keys sorted, recursively."""
+    if isinstance(value, dict):
+        items = ", ".join(f"{k!r}: {_canonical(v)}" for k, v in sorted(value.items()))
+        return "{" + items + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_canonical(v) for v in value) + "]"
+    return repr(value)
+
+
+def canonical_header(text: str) -> str:
+    """``text`` with every ``[Default: ...]`` of the leading comment block key-sorted."""
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        if not line.startswith("#"):
+            break
+        match = _HEADER_DEFAULT.match(line)
+        if match:
+            try:
+                value = ast.literal_eval(match.group(2))
+            except (ValueError, SyntaxError):
+                continue
+            lines[number] = match.group(1) + _canonical(value) + match.group(3)
+    return "\n".join(lines)
+
+
 def _compile_here(root: Path, out_dir: Path) -> None:
     """Compile in this process (called in the child with a fixed hash seed)."""
     from kfp import compiler
@@ -76,6 +108,7 @@ def _compile_here(root: Path, out_dir: Path) -> None:
         dest = out_dir / target.output
         dest.parent.mkdir(parents=True, exist_ok=True)
         compiler.Compiler().compile(func, str(dest))
+        dest.write_text(canonical_header(dest.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 def compile_to(root: Path, out_dir: Path) -> list[Path]:
