@@ -30,6 +30,12 @@ DEFAULT_REQUEST: dict = {
     "base_output_directory": "gs://trainpool-local/distributed-training",
 }
 
+
+class Outputs(NamedTuple):
+    plan: dsl.Markdown
+    gcp_resources: str
+
+
 DEFAULT_STUDY: dict = {
     "metrics": {"loss": "minimize"},
     "parameters": {"lr": {"type": "discrete", "values": [0.001, 0.003, 0.01, 0.1]}},
@@ -62,7 +68,7 @@ def distributed_training(
     max_failed_trial_count: int = 0,
     base_output_directory: str = "",
     service_account: str = "",
-) -> NamedTuple("Outputs", plan=dsl.Markdown, gcp_resources=str):
+) -> Outputs:
     """Train on Vertex AI from a readable cluster request.
 
     Knobs: worker_count, machine_type (primary and workers), accelerator_type and
@@ -102,31 +108,38 @@ def distributed_training(
     built = image.outputs["image_uri"]
 
     with dsl.If(max_trial_count > 0, name="sweep"):
-        sweep = hyperparameter_sweep(
-            project=project,
-            location=location,
-            display_name=display_name,
-            custom_job_spec=spec,
-            study=study,
-            max_trial_count=max_trial_count,
-            parallel_trial_count=parallel_trial_count,
-            max_failed_trial_count=max_failed_trial_count,
-            image_uri=built,
-            base_output_directory=base_output_directory,
-            service_account=service_account,
-        ).set_display_name("hyperparameter sweep").set_caching_options(False)
+        sweep = (
+            hyperparameter_sweep(
+                project=project,
+                location=location,
+                display_name=display_name,
+                custom_job_spec=spec,
+                study=study,
+                max_trial_count=max_trial_count,
+                parallel_trial_count=parallel_trial_count,
+                max_failed_trial_count=max_failed_trial_count,
+                image_uri=built,
+                base_output_directory=base_output_directory,
+                service_account=service_account,
+            )
+            .set_display_name("hyperparameter sweep")
+            .set_caching_options(False)
+        )
     with dsl.Else(name="single-job"):
-        launch = launch_custom_job(
-            project=project,
-            location=location,
-            display_name=display_name,
-            custom_job_spec=spec,
-            image_uri=built,
-            base_output_directory=base_output_directory,
-            service_account=service_account,
-        ).set_display_name("launch custom job").set_caching_options(False)
-    outputs = NamedTuple("Outputs", plan=dsl.Markdown, gcp_resources=str)
-    return outputs(
+        launch = (
+            launch_custom_job(
+                project=project,
+                location=location,
+                display_name=display_name,
+                custom_job_spec=spec,
+                image_uri=built,
+                base_output_directory=base_output_directory,
+                service_account=service_account,
+            )
+            .set_display_name("launch custom job")
+            .set_caching_options(False)
+        )
+    return Outputs(
         plan=plan.outputs["plan_report"],
         gcp_resources=dsl.OneOf(sweep.outputs["gcp_resources"], launch.outputs["gcp_resources"]),
     )

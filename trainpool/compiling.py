@@ -12,8 +12,8 @@ from __future__ import annotations
 import ast
 import filecmp
 import importlib
-import re
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -37,7 +37,9 @@ TARGETS: tuple[Target, ...] = (
     ),
     Target("components.build_image", "build_image", "component_specs/build_image.yaml"),
     Target(
-        "components.launch_custom_job", "launch_custom_job", "component_specs/launch_custom_job.yaml"
+        "components.launch_custom_job",
+        "launch_custom_job",
+        "component_specs/launch_custom_job.yaml",
     ),
     Target(
         "components.hyperparameter_sweep",
