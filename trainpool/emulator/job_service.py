@@ -86,7 +86,8 @@ class JobService:
                 "accepted: the next_page_token of the previous page"
             ) from err
         size = request.page_size or DEFAULT_PAGE_SIZE
-        jobs = [j for j in self.store.list(kind, request.parent, after) if matches(j, conditions)]
+        listed = self.store.list_jobs(kind, request.parent, after)
+        jobs = [job for job in listed if matches(job, conditions)]
         page = jobs[:size]
         token = page[-1].name.rsplit("/", 1)[-1] if len(jobs) > size else ""
         return page, token

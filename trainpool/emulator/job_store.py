@@ -78,12 +78,17 @@ class JobStore:
             return None
         return KINDS[rows[0]["kind"]].deserialize(rows[0]["proto"])
 
+    def require(self, name: str) -> Any:
+        """The stored job; KeyError when there is none."""
+        job = self.get(name)
+        if job is None:
+            raise KeyError(name)
+        return job
+
     def update(self, name: str, change: Callable[[Any], None]) -> Any:
         """Apply ``change`` to the stored job, stamp ``update_time``, store and return it."""
         with self._lock:
-            job = self.get(name)
-            if job is None:
-                raise KeyError(name)
+            job = self.require(name)
             change(job)
             job.update_time = now()
             kind = name.split("/")[-2]
@@ -93,7 +98,7 @@ class JobStore:
             )
             return job
 
-    def list(self, kind: str, parent: str, after_seq: int = 0, limit: int = 0) -> list[Any]:
+    def list_jobs(self, kind: str, parent: str, after_seq: int = 0, limit: int = 0) -> list[Any]:
         """Jobs of ``kind`` under ``parent`` in creation order, starting after ``after_seq``."""
         sql = "SELECT proto FROM jobs WHERE kind = ? AND parent = ? AND seq > ? ORDER BY seq"
         params: list[Any] = [kind, parent, after_seq]

@@ -132,7 +132,7 @@ class Runner:
         event.set()
         return True
 
-    def set_state(self, name: str, state: JobState) -> None:
+    def set_state(self, name: str, state: int) -> None:
         def change(job: Any) -> None:
             if job.state == JobState.JOB_STATE_CANCELLING:
                 return
@@ -148,7 +148,7 @@ class Runner:
             outcome = Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE)
 
         def change(job: Any) -> None:
-            job.state = JobState[f"JOB_STATE_{outcome.state}"]
+            job.state = getattr(JobState, f"JOB_STATE_{outcome.state}")
             job.end_time = now()
             if outcome.code:
                 job.error = status_pb2.Status(code=outcome.code, message=outcome.message)
@@ -157,7 +157,7 @@ class Runner:
 
     def run_custom_job(self, name: str, cancel: threading.Event) -> None:
         """The life of one CustomJob: PENDING, RUNNING, then its outcome."""
-        job = self.store.get(name)
+        job = self.store.require(name)
         self.set_state(name, JobState.JOB_STATE_PENDING)
         spec = job_spec_rest(job.job_spec)
 

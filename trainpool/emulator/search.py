@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from typing import Any, Literal
 
 import optuna
 
@@ -111,7 +111,9 @@ class Search:
             else optuna.samplers.TPESampler(seed=seed)
         )
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        direction = "maximize" if self.goal == "MAXIMIZE" else "minimize"
+        direction: Literal["maximize", "minimize"] = (
+            "maximize" if self.goal == "MAXIMIZE" else "minimize"
+        )
         self._study = optuna.create_study(sampler=sampler, direction=direction)
         self._asked: dict[int, optuna.Trial] = {}
         self._count = 0

@@ -54,7 +54,7 @@ class TuningRun:
         self.runner = runner
         self.name = name
         self.cancel = cancel
-        job = runner.store.get(name)
+        job = runner.store.require(name)
         self.spec = job_spec_rest(job.trial_job_spec)
         study = study_spec_rest(job.study_spec)
         self.metric_id = study["metrics"][0]["metricId"]
