@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -56,6 +57,13 @@ def start_server(root: Path) -> tuple[subprocess.Popen[str], str]:
     )
     assert proc.stdout is not None
     return proc, proc.stdout.readline().split()[5]
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -119,22 +127,37 @@ def bare_run(root: Path, base: str) -> float:
     return wall
 
 
-def overhead(client: Any, root: Path, repeats: int) -> None:
+def overhead(client: Any, root: Path, repeats: int, server_pid: int) -> None:
     emu, bare = [], []
+    server_cpu = 0.0
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     for i in range(repeats):
-        if i % 2:
+        for which in ("emu", "bare") if i % 2 else ("bare", "emu"):
+            if which == "bare":
+                bare.append(bare_run(root, f"gs://bench/bare{i}"))
+                continue
+            before = cpu_s(server_pid)
             emu.append(emulator_run(client, f"gs://bench/emu{i}"))
-            bare.append(bare_run(root, f"gs://bench/bare{i}"))
-        else:
-            bare.append(bare_run(root, f"gs://bench/bare{i}"))
-            emu.append(emulator_run(client, f"gs://bench/emu{i}"))
+            server_cpu += cpu_s(server_pid) - before
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    replica_cpu = (
+        children.ru_utime + children.ru_stime - children_before.ru_utime - children_before.ru_stime
+    ) / repeats
     ratio = statistics.median(emu) / statistics.median(bare)
     print(
         "1. overhead: 3-replica PyTorch DDP example (trainer.task --epochs=3), median of", repeats
     )
     print(f"   bare script  {statistics.median(bare):7.2f} s   runs {[round(x, 2) for x in bare]}")
     print(f"   emulator     {statistics.median(emu):7.2f} s   runs {[round(x, 2) for x in emu]}")
-    print(f"   ratio emulator/bare = {ratio:.3f} (target <= 1.10)")
+    print(
+        f"   ratio emulator/bare = {ratio:.3f} (target <= 1.10); per-pair ratios "
+        f"{[round(e / b, 2) for e, b in zip(emu, bare, strict=True)]}"
+    )
+    per_job = server_cpu / repeats
+    print(
+        f"   CPU: 3 bare replicas {replica_cpu:.2f} s per run; emulator server "
+        f"{per_job:.2f} s per job (CPU overhead {per_job / replica_cpu:.1%})"
+    )
 
 
 SWEEP_TRAINER = """
@@ -255,7 +278,7 @@ def main() -> None:
         try:
             os.environ["VERTEX_AI_EMULATOR_HOST"] = address
             client = job_client("us-central1")
-            overhead(client, root, args.repeats)
+            overhead(client, root, args.repeats, proc.pid)
             print(f"   emulator server peak memory (VmHWM) {peak_rss_mib(proc.pid):.1f} MiB")
             sweep(client, root)
             latency(address, args.clients, args.creates, args.gets)

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,48 @@ def test_kill_fault_kills_the_chosen_replica(root: Path, monkeypatch: pytest.Mon
     assert done.state == JobState.JOB_STATE_FAILED
     assert done.error.message.startswith(
         "The replica workerpool1-0 exited with a non-zero status of 137."
+    )
+
+
+def write_wheel(path: Path) -> None:
+    """A minimal pure-Python wheel with module ``tinytrainer.task``."""
+    files = {
+        "tinytrainer/__init__.py": "",
+        "tinytrainer/task.py": (
+            "import os, sys\n"
+            "open(os.path.join(sys.argv[1], 'ran.txt'), 'w').write(' '.join(sys.argv[2:]))\n"
+        ),
+        "tinytrainer-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinytrainer\n"
+        "Version: 0.1\n",
+        "tinytrainer-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in files) + "tinytrainer-0.1.dist-info/RECORD,,\n"
+    path.parent.mkdir(parents=True)
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, text in {**files, "tinytrainer-0.1.dist-info/RECORD": record}.items():
+            wheel.writestr(name, text)
+
+
+def test_python_package_from_local_gcs_is_installed_per_job(client: Any, root: Path) -> None:
+    write_wheel(root / "gcs/bucket/pkgs/tinytrainer-0.1-py3-none-any.whl")
+    out = root.parent / "out"
+    package = {
+        "executor_image_uri": "python",
+        "package_uris": ["gs://bucket/pkgs/tinytrainer-0.1-py3-none-any.whl"],
+        "python_module": "tinytrainer.task",
+        "args": [str(out), "--lr=0.1"],
+    }
+    spec = {"replica_count": 1, "machine_spec": {"machine_type": "n1-standard-4"}}
+    done = wait(client, create(client, [{**spec, "python_package_spec": package}]).name)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert (out / "ran.txt").read_text() == "--lr=0.1"
+    missing = {**package, "package_uris": ["gs://bucket/pkgs/nope.whl"]}
+    failed = wait(client, create(client, [{**spec, "python_package_spec": missing}]).name)
+    assert failed.state == JobState.JOB_STATE_FAILED
+    assert failed.error.message.startswith(
+        "pythonPackageSpec.packageUris: 'gs://bucket/pkgs/nope.whl' not found at "
+        f"{root.resolve()}/gcs/bucket/pkgs/nope.whl"
     )
 
 
