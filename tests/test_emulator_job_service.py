@@ -27,7 +27,8 @@ def job(code: str, display_name: str = "demo", **labels: str) -> dict[str, Any]:
         "machine_spec": {"machine_type": "n1-standard-4"},
         "container_spec": {"image_uri": "local/none", "command": [sys.executable, "-c", code]},
     }
-    return {"display_name": display_name, "labels": labels, "job_spec": {"worker_pool_specs": [pool]}}
+    spec = {"worker_pool_specs": [pool]}
+    return {"display_name": display_name, "labels": labels, "job_spec": spec}
 
 
 def wait(client: Any, name: str, timeout: float = 20.0) -> Any:
@@ -131,5 +132,5 @@ def test_unavailable_fault_is_seeded(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_bad_fault_settings_are_refused() -> None:
-    with pytest.raises(ValueError, match="unavailable_rate: 1.5; accepted: a share from 0.0 to 1.0"):
+    with pytest.raises(ValueError, match="unavailable_rate: 1.5; accepted: a share from 0.0 to 1"):
         emulator.Faults(unavailable_rate=1.5)

@@ -62,7 +62,7 @@ def client(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def pool(root: Path, count: int, *args: str, gpu: bool = False) -> dict[str, Any]:
     script = root.parent / "replica.py"
     command = [sys.executable, str(script), f"--out={root.parent / 'out'}", *args]
-    machine = {"machine_type": "n1-standard-4"}
+    machine: dict[str, Any] = {"machine_type": "n1-standard-4"}
     if gpu:
         machine.update(accelerator_type="NVIDIA_TESLA_T4", accelerator_count=1)
     return {

@@ -10,7 +10,7 @@ import pytest
 from trainpool.emulator.search import Search, grid, measurement
 from trainpool.runtime.hypertune import MetricRecord
 
-OPTIMIZER = {
+OPTIMIZER: dict[str, Any] = {
     "parameterId": "optimizer",
     "categoricalValueSpec": {"values": ["sgd", "adam"]},
     "conditionalParameterSpecs": [
@@ -39,7 +39,10 @@ def study(parameters: list[dict[str, Any]], algorithm: str) -> dict[str, Any]:
 
 
 def test_grid_is_exact_and_expands_conditional_parameters() -> None:
-    layers = {"parameterId": "layers", "integerValueSpec": {"minValue": "1", "maxValue": "2"}}
+    layers: dict[str, Any] = {
+        "parameterId": "layers",
+        "integerValueSpec": {"minValue": "1", "maxValue": "2"},
+    }
     sgd_only = dict(OPTIMIZER, conditionalParameterSpecs=OPTIMIZER["conditionalParameterSpecs"][:1])
     assert grid([layers, sgd_only]) == [
         {"layers": 1, "optimizer": "sgd", "momentum": 0.0},
@@ -56,7 +59,7 @@ def test_grid_is_exact_and_expands_conditional_parameters() -> None:
 
 @pytest.mark.parametrize("algorithm", ["RANDOM_SEARCH", "ALGORITHM_UNSPECIFIED"])
 def test_sampled_values_respect_ranges_scales_and_conditions(algorithm: str) -> None:
-    parameters = [
+    parameters: list[dict[str, Any]] = [
         {
             "parameterId": "lr",
             "doubleValueSpec": {"minValue": 1e-5, "maxValue": 1e-1},
