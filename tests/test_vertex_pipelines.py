@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -200,3 +203,27 @@ def test_emulator_refuses_bad_schedules(tiny: Path, emu: Path) -> None:
     with pytest.raises(exceptions.InvalidArgument, match="max_concurrent_run_count: 0"):
         client.create_schedule(parent=TARGET.parent, schedule=no_limit)
     assert list(client.list_schedules(parent=TARGET.parent)) == []
+
+
+def test_a_standalone_emulator_runs_submitted_pipelines(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`trainpool emulator` in its own process, which has no VERTEX_AI_EMULATOR_HOST."""
+    env = {k: v for k, v in os.environ.items() if k != clients.EMULATOR_ENV}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(tmp_path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        address = server.stdout.readline().split(" listening on ")[1].split()[0]
+        monkeypatch.setenv(clients.EMULATOR_ENV, address)
+        job_id, job = build_pipeline_job(tiny, TARGET, {"a": 2, "b": 3})
+        done = wait(submit(job_id, job, TARGET).name)
+        assert done.state == PipelineState.PIPELINE_STATE_SUCCEEDED, done.error.message
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

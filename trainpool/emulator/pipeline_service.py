@@ -154,14 +154,12 @@ class PipelineService:
         folder = self.state.root / "pipelines" / job.name.rsplit("/", 1)[-1]
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "pipeline.json").write_text(json.dumps(spec, sort_keys=True), encoding="utf-8")
-        address = os.environ.get(EMULATOR_ENV, "")
-        if not address:
-            self._finish(job.name, 1, f"{EMULATOR_ENV} is not set in the emulator's process")
-            return
         argv = [sys.executable, "-c", _RUN_CLI, "run", str(folder / "pipeline.json"), "--local"]
         argv += ["--root", str(self.state.root)]
         argv += param_args(values)
-        env = dict(os.environ, **{EMULATOR_ENV: address, "TRAINPOOL_HOME": str(self.state.root)})
+        env = dict(
+            os.environ, **{EMULATOR_ENV: self.state.address, "TRAINPOOL_HOME": str(self.state.root)}
+        )
         launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
         run = processes.start(launch)
         self._runs[job.name] = run

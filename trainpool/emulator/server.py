@@ -92,5 +92,6 @@ def start(root: str | Path, port: int = 0, faults: Faults | None = None) -> Emul
     except BaseException:
         state.close()
         raise
+    state.address = f"{HOST}:{bound}"
     server.start()
     return Emulator(state, server, bound)

@@ -71,6 +71,8 @@ class EmulatorState:
 
     root: Path
     faults: Faults = field(default_factory=Faults)
+    address: str = ""
+    """``127.0.0.1:PORT`` once the server listens (services that start clients need it)."""
     db: Database = field(init=False)
     _stop_hooks: list[Callable[[], None]] = field(default_factory=list, init=False)
 
