@@ -48,9 +48,6 @@ def sdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     with emulator.start(tmp_path / "root") as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         point_sdk_at_emulator()
-        # point_sdk_at_emulator() calls init() without a project, which makes the SDK choose
-        # REST; the emulator speaks gRPC (requested from the vertex layer: pass "grpc" there).
-        aiplatform.init(api_transport="grpc")
         yield tmp_path
 
 

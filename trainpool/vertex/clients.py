@@ -101,7 +101,7 @@ def point_sdk_at_emulator() -> None:
 
     The SDK builds TLS channels itself; with the emulator set, this swaps each
     gRPC transport's ``create_channel`` for an insecure loopback channel and calls
-    ``aiplatform.init(api_endpoint=..., credentials=AnonymousCredentials())``.
+    ``aiplatform.init(api_endpoint=..., credentials=AnonymousCredentials(), api_transport="grpc")``.
     """
     host = emulator_host()
     if host is None:
@@ -128,4 +128,4 @@ def point_sdk_at_emulator() -> None:
         ScheduleServiceGrpcTransport,
     ):
         transport.create_channel = classmethod(insecure)  # type: ignore[method-assign,assignment]
-    aiplatform.init(api_endpoint=host, credentials=AnonymousCredentials())
+    aiplatform.init(api_endpoint=host, credentials=AnonymousCredentials(), api_transport="grpc")
