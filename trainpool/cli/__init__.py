@@ -31,13 +31,7 @@ _MODULES = (
 )
 
 for _name in _MODULES:
-    try:
-        _module = importlib.import_module(f"trainpool.cli.{_name}")
-    except ModuleNotFoundError as _err:  # pragma: no cover - only while a module is being written
-        if _err.name != f"trainpool.cli.{_name}":
-            raise
-        continue
-    _module.register(app)
+    importlib.import_module(f"trainpool.cli.{_name}").register(app)
 
 
 def main() -> None:
