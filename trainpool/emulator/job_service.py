@@ -19,14 +19,13 @@ from google.protobuf import any_pb2, empty_pb2
 from trainpool.emulator import validation
 from trainpool.emulator.convert import job_spec_rest, study_spec_rest
 from trainpool.emulator.job_store import CUSTOM, TERMINAL, TUNING, JobStore
-from trainpool.emulator.list_filter import matches, parse_filter
+from trainpool.emulator.list_filter import page_after, paginate
 from trainpool.emulator.rpc import invalid, not_found, precondition, unary
 from trainpool.emulator.runner import Runner
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.tuning import run_tuning_job
 
 SERVICE = "google.cloud.aiplatform.v1.JobService"
-DEFAULT_PAGE_SIZE = 100
 LABELS = {CUSTOM: "CustomJob", TUNING: "HyperparameterTuningJob"}
 
 
@@ -77,20 +76,8 @@ class JobService:
 
     def list_jobs(self, kind: str, request: Any) -> tuple[list[Any], str]:
         validation.check_parent(request.parent)
-        conditions = parse_filter(request.filter)
-        try:
-            after = int(request.page_token or 0)
-        except ValueError as err:
-            raise invalid(
-                f"page_token: {request.page_token!r} is not a token this server gave; "
-                "accepted: the next_page_token of the previous page"
-            ) from err
-        size = request.page_size or DEFAULT_PAGE_SIZE
-        listed = self.store.list_jobs(kind, request.parent, after)
-        jobs = [job for job in listed if matches(job, conditions)]
-        page = jobs[:size]
-        token = page[-1].name.rsplit("/", 1)[-1] if len(jobs) > size else ""
-        return page, token
+        listed = self.store.list_jobs(kind, request.parent, page_after(request.page_token))
+        return paginate([(int(job.name.rsplit("/", 1)[-1]), job) for job in listed], request)
 
     def cancel(self, name: str, kind: str) -> empty_pb2.Empty:
         job = self._get(name, kind)

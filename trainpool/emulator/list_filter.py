@@ -1,20 +1,25 @@
-"""The ``filter`` of List calls: the subset of AIP-160 that job listings use.
+"""List calls: the ``filter`` (the subset of AIP-160 that listings use) and paging.
 
-Accepted: conditions joined by ``AND``, each ``state=JOB_STATE_X`` (or ``!=``),
-``display_name="NAME"`` (or ``!=``), or ``labels.KEY="VALUE"``.
+Accepted filters: conditions joined by ``AND``, each ``state=JOB_STATE_X`` (or ``!=``),
+``display_name="NAME"`` (or ``!=``), or ``labels.KEY="VALUE"``. A page token is the
+sequence number of the last resource of the previous page.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from trainpool.emulator.rpc import invalid
 
 _CONDITION = re.compile(
     r'^\s*(state|display_name|labels\.[\w-]+)\s*(!=|=)\s*("([^"]*)"|[\w-]+)\s*$'
 )
+
+
+DEFAULT_PAGE_SIZE = 100
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -52,3 +57,24 @@ def _value(job: Any, field: str) -> str:
 
 def matches(job: Any, conditions: list[Condition]) -> bool:
     return all((_value(job, c.field) == c.value) != c.negate for c in conditions)
+
+
+def page_after(token: str) -> int:
+    """The sequence number a page token names (0 for the first page)."""
+    try:
+        return int(token or 0)
+    except ValueError as err:
+        raise invalid(
+            f"page_token: {token!r} is not a token this server gave; "
+            "accepted: the next_page_token of the previous page"
+        ) from err
+
+
+def paginate(rows: list[tuple[int, T]], request: Any) -> tuple[list[T], str]:
+    """``request``'s page of ``(sequence, resource)`` rows (those after its token) that
+    match its filter, and the next page token ("" on the last page)."""
+    conditions = parse_filter(request.filter)
+    found = [(seq, item) for seq, item in rows if matches(item, conditions)]
+    size = request.page_size or DEFAULT_PAGE_SIZE
+    token = str(found[size - 1][0]) if len(found) > size else ""
+    return [item for _, item in found[:size]], token

@@ -27,14 +27,13 @@ from google.protobuf import empty_pb2, json_format
 from google.rpc import code_pb2
 
 from trainpool.emulator import processes, validation
-from trainpool.emulator.list_filter import matches, parse_filter
+from trainpool.emulator.list_filter import page_after, paginate
 from trainpool.emulator.rpc import RpcError, invalid, not_found, precondition, unary
 from trainpool.emulator.state import EmulatorState
 
 SERVICE = "google.cloud.aiplatform.v1.PipelineService"
 KIND = "pipelineJobs"
 EMULATOR_ENV = "VERTEX_AI_EMULATOR_HOST"
-DEFAULT_PAGE_SIZE = 100
 JOB_ID = re.compile(r"^[a-z0-9][-a-z0-9]{0,127}$")
 TERMINAL = frozenset(
     {
@@ -195,24 +194,14 @@ class PipelineService:
 
     def list(self, request: ps.ListPipelineJobsRequest) -> ps.ListPipelineJobsResponse:
         validation.check_parent(request.parent)
-        conditions = parse_filter(request.filter)
-        try:
-            after = int(request.page_token or 0)
-        except ValueError as err:
-            raise invalid(
-                f"page_token: {request.page_token!r}; accepted: the previous next_page_token"
-            ) from err
         rows = self.db.execute(
             "SELECT seq, proto FROM pipeline_jobs WHERE parent = ? AND seq > ? ORDER BY seq",
-            (request.parent, after),
+            (request.parent, page_after(request.page_token)),
         )
-        found = [(r["seq"], pj.PipelineJob.deserialize(r["proto"])) for r in rows]
-        found = [(seq, job) for seq, job in found if matches(job, conditions)]
-        size = request.page_size or DEFAULT_PAGE_SIZE
-        token = str(found[size - 1][0]) if len(found) > size else ""
-        return ps.ListPipelineJobsResponse(
-            pipeline_jobs=[job for _, job in found[:size]], next_page_token=token
+        items, token = paginate(
+            [(r["seq"], pj.PipelineJob.deserialize(r["proto"])) for r in rows], request
         )
+        return ps.ListPipelineJobsResponse(pipeline_jobs=items, next_page_token=token)
 
     def cancel(self, request: ps.CancelPipelineJobRequest) -> empty_pb2.Empty:
         with self._lock:

@@ -19,13 +19,12 @@ from google.longrunning import operations_pb2
 from google.protobuf import any_pb2, empty_pb2
 
 from trainpool.emulator import validation
-from trainpool.emulator.list_filter import matches, parse_filter
+from trainpool.emulator.list_filter import page_after, paginate
 from trainpool.emulator.rpc import invalid, not_found, unary
 from trainpool.emulator.state import EmulatorState
 
 SERVICE = "google.cloud.aiplatform.v1.ScheduleService"
 KIND = "schedules"
-DEFAULT_PAGE_SIZE = 100
 _TZ = re.compile(r"^(?:CRON_TZ|TZ)=(\S+)\s+(.*)$")
 _FIELD = re.compile(r"^[\d*/,\-A-Za-z?]+$")
 _SCHEMA = """
@@ -108,24 +107,14 @@ class ScheduleService:
 
     def list(self, request: ss.ListSchedulesRequest) -> ss.ListSchedulesResponse:
         validation.check_parent(request.parent)
-        conditions = parse_filter(request.filter)
-        try:
-            after = int(request.page_token or 0)
-        except ValueError as err:
-            raise invalid(
-                f"page_token: {request.page_token!r}; accepted: the previous next_page_token"
-            ) from err
         rows = self.db.execute(
             "SELECT seq, proto FROM schedules WHERE parent = ? AND seq > ? ORDER BY seq",
-            (request.parent, after),
+            (request.parent, page_after(request.page_token)),
         )
-        found = [(r["seq"], sc.Schedule.deserialize(r["proto"])) for r in rows]
-        found = [(seq, s) for seq, s in found if matches(s, conditions)]
-        size = request.page_size or DEFAULT_PAGE_SIZE
-        token = str(found[size - 1][0]) if len(found) > size else ""
-        return ss.ListSchedulesResponse(
-            schedules=[s for _, s in found[:size]], next_page_token=token
+        items, token = paginate(
+            [(r["seq"], sc.Schedule.deserialize(r["proto"])) for r in rows], request
         )
+        return ss.ListSchedulesResponse(schedules=items, next_page_token=token)
 
     def delete(self, request: ss.DeleteScheduleRequest) -> operations_pb2.Operation:
         self.get(request.name)
