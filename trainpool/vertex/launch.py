@@ -128,6 +128,24 @@ class Result:
             raise JobFailed(f"{self.job_name} ended {self.state}: {self.error or 'no error given'}")
 
 
+def follow(
+    kind: jobs.Kind,
+    project: str,
+    location: str,
+    job: dict[str, Any],
+    gcp_resources: str,
+    task_id: str,
+    runner: jobs.JobRunner | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """Create (or re-attach to) a job of ``kind``, follow it to the end; the final job as a
+    proto and as REST JSON."""
+    require(project=project, location=location)
+    runner = runner or jobs.JobRunner(kind, project=project, location=location)
+    task_value = labels.task_label_value(task_id) if task_id else ""
+    final = runner.run(jobs.from_rest(kind, job), gcp_resources, task_value)
+    return final, jobs.to_rest_json(final)
+
+
 def launch(
     project: str,
     location: str,
@@ -137,11 +155,7 @@ def launch(
     runner: jobs.JobRunner | None = None,
 ) -> Result:
     """Create (or re-attach to) ``job`` and follow it to a final state."""
-    require(project=project, location=location)
-    runner = runner or jobs.JobRunner(jobs.CUSTOM_JOB, project=project, location=location)
-    task_value = labels.task_label_value(task_id) if task_id else ""
-    final = runner.run(jobs.from_rest(jobs.CUSTOM_JOB, job), gcp_resources, task_value)
-    rest = jobs.to_rest_json(final)
+    final, rest = follow(jobs.CUSTOM_JOB, project, location, job, gcp_resources, task_id, runner)
     return Result(
         job_name=final.name,
         state=jobs.state_name(final),

@@ -17,7 +17,7 @@ from typing import Any
 from trainpool.spec import coerce_ints
 from trainpool.spec.study import enum_name, to_study_spec
 from trainpool.vertex import jobs, labels, trials_report
-from trainpool.vertex.launch import JobFailed, Options, job_spec, require
+from trainpool.vertex.launch import JobFailed, Options, follow, job_spec, require
 
 
 def study_spec(study: dict[str, Any]) -> dict[str, Any]:
@@ -142,11 +142,7 @@ def run_sweep(
     runner: jobs.JobRunner | None = None,
 ) -> SweepResult:
     """Create (or re-attach to) the tuning job, follow it, and pick its best trial."""
-    require(project=project, location=location)
-    runner = runner or jobs.JobRunner(jobs.TUNING_JOB, project=project, location=location)
-    task_value = labels.task_label_value(task_id) if task_id else ""
-    final = runner.run(jobs.from_rest(jobs.TUNING_JOB, job), gcp_resources, task_value)
-    rest = jobs.to_rest_json(final)
+    final, rest = follow(jobs.TUNING_JOB, project, location, job, gcp_resources, task_id, runner)
     metric = job["studySpec"]["metrics"][0]
     goal = enum_name("goal", metric["goal"])
     rows = trial_rows(rest)
