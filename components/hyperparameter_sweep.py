@@ -28,13 +28,15 @@ def hyperparameter_sweep(
     timeout: str = "",
     service_account: str = "",
     strategy: str = "",
+    job_fields: dict = {},  # noqa: B006 (KFP compiles the default into the spec)
     task_id: str = dsl.PIPELINE_TASK_ID_PLACEHOLDER,
 ) -> NamedTuple("Outputs", best_trial_id=str, best_parameters=dict, best_metric_value=float):
     """Sweep custom_job_spec's trainer over study; report every trial and return the best.
 
     study is readable ({"metrics": {"accuracy": "maximize"}, "parameters": {"lr": {"type":
     "double", "min": 1e-4, "max": 0.1, "scale": "log"}}, "algorithm": "random"}) or a
-    StudySpec in REST JSON; it is checked before anything is created.
+    StudySpec in REST JSON; it is checked before anything is created. job_fields is
+    plan_cluster's output of the same name (labels, encryption key); labels given here win.
     """
     from trainpool.vertex import launch, sweep
 
@@ -49,6 +51,7 @@ def hyperparameter_sweep(
         options=options,
         user_labels=labels,
         task_id=task_id,
+        job_fields=job_fields,
     )
     result = sweep.run_sweep(project, location, job, gcp_resources, task_id)
     sweep.write_reports(result, trials.path, trials_report.path)

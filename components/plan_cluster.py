@@ -26,11 +26,14 @@ def plan_cluster(
     reduction_server=dict,
     warnings=list,
     has_reduction_server=bool,
+    job_fields=dict,
 ):
     """Plan a training cluster: a validated Vertex CustomJobSpec, sized Reduction Server, cost.
 
     The flat knobs override the request: -1 or "" keep it; reduction_server is
     "request", "on" or "off". Writes the plan as a Markdown table to plan_report.
+    job_fields holds the CustomJob fields outside its spec (labels, encryptionSpec)
+    for launch_custom_job and hyperparameter_sweep.
     """
     from trainpool.plan import plan_cluster as plan
     from trainpool.plan.report import markdown
@@ -49,4 +52,5 @@ def plan_cluster(
         report.write(markdown(result))
     spec = result["customJobSpec"]
     sizing = result["reductionServer"]
-    return spec["workerPoolSpecs"], spec, sizing or {}, result["warnings"], bool(sizing)
+    fields = result["customJob"]
+    return spec["workerPoolSpecs"], spec, sizing or {}, result["warnings"], bool(sizing), fields

@@ -89,6 +89,7 @@ def distributed_training(
         tuning_env=tuning_env,
     ).set_display_name("plan cluster")
     spec = plan.outputs["custom_job_spec"]
+    job_fields = plan.outputs["job_fields"]
 
     with dsl.If(plan.outputs["has_reduction_server"] == True):  # noqa: E712 (KFP condition)
         size_reduction_server(custom_job_spec=spec, location=location).set_display_name(
@@ -119,6 +120,7 @@ def distributed_training(
                 parallel_trial_count=parallel_trial_count,
                 max_failed_trial_count=max_failed_trial_count,
                 image_uri=built,
+                job_fields=job_fields,
                 base_output_directory=base_output_directory,
                 service_account=service_account,
             )
@@ -133,6 +135,7 @@ def distributed_training(
                 display_name=display_name,
                 custom_job_spec=spec,
                 image_uri=built,
+                job_fields=job_fields,
                 base_output_directory=base_output_directory,
                 service_account=service_account,
             )

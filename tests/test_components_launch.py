@@ -69,8 +69,14 @@ def test_primary_and_evaluators_reach_the_server_in_place_and_evaluator_sees_its
     setup: tuple[Path, Any],
 ) -> None:
     trainer, emu = setup
+    kms = "projects/demo/locations/us-central1/keyRings/r/cryptoKeys/k"
     task = launch(
-        {"workerPoolSpecs": [pool(trainer), {}, {}, pool(trainer)]}, labels={"team": "ml"}
+        {"workerPoolSpecs": [pool(trainer), {}, {}, pool(trainer)]},
+        labels={"team": "ml"},
+        job_fields={
+            "labels": {"team": "plan", "cost-center": "42"},
+            "encryptionSpec": {"kmsKeyName": kms},
+        },
     )
     name = task.outputs["job_name"]
     assert task.outputs["state"] == "JOB_STATE_SUCCEEDED"
@@ -78,6 +84,8 @@ def test_primary_and_evaluators_reach_the_server_in_place_and_evaluator_sees_its
     pools = [(p.replica_count, p.container_spec.image_uri) for p in job.job_spec.worker_pool_specs]
     assert pools == [(1, "local/roles:1"), (0, ""), (0, ""), (1, "local/roles:1")]
     assert job.labels["team"] == "ml" and job.labels["trainpool-task"]
+    assert job.labels["cost-center"] == "42"
+    assert job.encryption_spec.kms_key_name == kms
     assert roles(emu.root, name, "workerpool3-0") == {
         "cluster_spec": {"index": 0, "type": "workerpool3"},
         "tf_config": {"index": 0, "type": "evaluator"},

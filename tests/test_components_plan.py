@@ -26,7 +26,7 @@ def local_runner(tmp_path: Path) -> None:
 def test_plan_cluster_component_applies_knobs_and_writes_a_report() -> None:
     plan_cluster = components.load_component_from_file(str(SPECS / "plan_cluster.yaml"))
     task = plan_cluster(
-        cluster_request={"image_uri": "img:1", "primary": V100},
+        cluster_request={"image_uri": "img:1", "primary": V100, "labels": {"team": "ranking"}},
         worker_count=3,
         reduction_server="on",
     )
@@ -37,6 +37,7 @@ def test_plan_cluster_component_applies_knobs_and_writes_a_report() -> None:
     assert [p["replicaCount"] for p in outputs["worker_pool_specs"]] == [1, 3, 4]
     assert outputs["custom_job_spec"]["workerPoolSpecs"] == outputs["worker_pool_specs"]
     assert outputs["warnings"] == []
+    assert outputs["job_fields"] == {"labels": {"team": "ranking"}}
     report = Path(outputs["plan_report"].path).read_text()
     assert "| 2 | Reduction Server | 4 | n1-highcpu-16 |" in report
 

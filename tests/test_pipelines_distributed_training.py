@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainpool import compiling
+from trainpool import compiling, emulator
 from trainpool.localrun.runner import run_local
-from trainpool.vertex.clients import EMULATOR_ENV
+from trainpool.vertex.clients import EMULATOR_ENV, job_client
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / "pipelines" / "distributed_training.yaml"
@@ -84,7 +84,7 @@ def test_single_job_run_applies_the_flat_knobs(tmp_path: Path, own_emulator: Non
     result = run_local(
         PIPELINE,
         {
-            "cluster_request": SMALL_REQUEST,
+            "cluster_request": dict(SMALL_REQUEST, labels={"team": "ranking"}),
             "worker_count": 1,
             "max_trial_count": 0,
             "source_dir": EXAMPLE,
@@ -100,6 +100,11 @@ def test_single_job_run_applies_the_flat_knobs(tmp_path: Path, own_emulator: Non
     assert resources[0]["resourceUri"].endswith(job.name)
     model = tmp_path / "gcs" / "trainpool-test" / "out" / "model"
     assert any(model.iterdir()), "the chief wrote no model"
+    with emulator.start(tmp_path) as emu, pytest.MonkeyPatch.context() as env:
+        env.setenv(EMULATOR_ENV, emu.address)
+        stored = job_client("us-central1").get_custom_job(name=job.name)
+    assert stored.labels["team"] == "ranking", "the request's labels reach the job"
+    assert [p.replica_count for p in stored.job_spec.worker_pool_specs] == [1, 1]
 
 
 def test_sweep_run_finds_the_expected_best_trial(tmp_path: Path, own_emulator: None) -> None:

@@ -97,6 +97,26 @@ def job_spec(
     return spec
 
 
+JOB_FIELDS = ("labels", "encryptionSpec")
+"""The plan's CustomJob fields outside its jobSpec (``plan_cluster``'s ``job_fields``)."""
+
+
+def job_level(
+    job_fields: dict[str, Any] | None, user_labels: dict[str, str], task_id: str
+) -> dict[str, Any]:
+    """The job's labels and encryption spec: the plan's, then ``user_labels`` (which win),
+    the pipeline run's and the task's."""
+    fields = dict(job_fields or {})
+    unknown = sorted(set(fields) - set(JOB_FIELDS))
+    if unknown:
+        raise ValueError(
+            f"job_fields: {unknown} not accepted; accepted: {', '.join(JOB_FIELDS)} "
+            "(plan_cluster's job_fields output)"
+        )
+    merged = {**fields.pop("labels", {}), **user_labels}
+    return {"labels": labels.job_labels(merged, task_id), **fields}
+
+
 def custom_job(
     display_name: str,
     custom_job_spec: dict[str, Any],
@@ -104,6 +124,7 @@ def custom_job(
     options: Options,
     user_labels: dict[str, str],
     task_id: str,
+    job_fields: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """The whole CustomJob (REST JSON) one task creates."""
@@ -111,7 +132,7 @@ def custom_job(
     return {
         "displayName": display_name,
         "jobSpec": job_spec(custom_job_spec, options, log),
-        "labels": labels.job_labels(dict(user_labels), task_id),
+        **job_level(job_fields, user_labels, task_id),
     }
 
 

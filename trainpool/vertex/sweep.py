@@ -16,8 +16,8 @@ from typing import Any
 
 from trainpool.spec import coerce_ints
 from trainpool.spec.study import enum_name, to_study_spec
-from trainpool.vertex import jobs, labels, trials_report
-from trainpool.vertex.launch import JobFailed, Options, follow, job_spec, require
+from trainpool.vertex import jobs, trials_report
+from trainpool.vertex.launch import JobFailed, Options, follow, job_level, job_spec, require
 
 
 def study_spec(study: dict[str, Any]) -> dict[str, Any]:
@@ -39,6 +39,7 @@ def tuning_job(
     options: Options,
     user_labels: dict[str, str],
     task_id: str,
+    job_fields: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """The whole HyperparameterTuningJob (REST JSON) one task creates."""
@@ -60,7 +61,7 @@ def tuning_job(
         "parallelTrialCount": int(parallel_trial_count),
         "maxFailedTrialCount": int(max_failed_trial_count),
         "trialJobSpec": job_spec(custom_job_spec, options, log),
-        "labels": labels.job_labels(dict(user_labels), task_id),
+        **job_level(job_fields, user_labels, task_id),
     }
 
 
