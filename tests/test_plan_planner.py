@@ -191,3 +191,35 @@ def test_resizing_keeps_the_planned_reducer_machine_type() -> None:
     assert resized.worker_pool_specs[2]["machineSpec"] == {"machineType": "n2-highcpu-16"}
     fresh = size_reduction_server(plan_cluster(EXAMPLES / "no_image.yaml").custom_job_spec)
     assert fresh.worker_pool_specs[2]["machineSpec"] == {"machineType": "n1-highcpu-16"}
+
+
+def test_fixed_gpu_type_or_count_alone_is_completed() -> None:
+    plan = plan_cluster(
+        {
+            "image_uri": "img:1",
+            "primary": {"machine_type": "a2-highgpu-4g", "accelerator_type": "NVIDIA_TESLA_A100"},
+            "workers": {
+                "replica_count": 1,
+                "machine_type": "a2-highgpu-4g",
+                "accelerator_count": 4,
+            },
+        }
+    )
+    full = {
+        "machineType": "a2-highgpu-4g",
+        "acceleratorType": "NVIDIA_TESLA_A100",
+        "acceleratorCount": 4,
+    }
+    assert [p["machineSpec"] for p in plan.worker_pool_specs] == [full, full]
+
+
+def test_fixed_gpu_wrong_count_is_still_refused_when_type_left_out() -> None:
+    with pytest.raises(
+        PlanError, match=r"primary.accelerator_count: 2 does not match a2-highgpu-4g"
+    ):
+        plan_cluster(
+            {
+                "image_uri": "img:1",
+                "primary": {"machine_type": "a2-highgpu-4g", "accelerator_count": 2},
+            }
+        )

@@ -53,19 +53,23 @@ class Plan:
 
 
 def _fill_fixed_gpus(pools: list[dict[str, Any]]) -> None:
-    """Fixed-GPU machine types get their accelerators when both fields are left out."""
+    """Fixed-GPU machine types get whichever accelerator field is left out.
+
+    Vertex needs both acceleratorType and acceleratorCount on an a2/a3/g2 machine, so
+    one given without the other is completed here (a wrong one is then named by check).
+    """
     for index, pool in enumerate(pools):
         reducer = index == 2 and is_reduction_server(pool)
         machine = pool.get("machineSpec") if pool and not reducer else None
-        if not machine or "acceleratorType" in machine or "acceleratorCount" in machine:
+        if not machine:
             continue
         try:
             gpu = catalog.fixed_gpu(str(machine.get("machineType", "")))
         except catalog.UnknownName:
             continue
         if gpu is not None:
-            machine["acceleratorType"] = gpu.accelerator_type
-            machine["acceleratorCount"] = gpu.accelerator_count
+            machine.setdefault("acceleratorType", gpu.accelerator_type)
+            machine.setdefault("acceleratorCount", gpu.accelerator_count)
 
 
 POOL_KEYS = ("machineSpec", "replicaCount", "containerSpec", "pythonPackageSpec", "diskSpec")
