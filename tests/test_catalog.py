@@ -80,3 +80,12 @@ def test_enum_numbers_match_the_proto() -> None:
     for acc in catalog.accelerators().values():
         assert AcceleratorType[acc.name].value == acc.enum_value
     assert catalog.accelerator_by_enum(3) == "NVIDIA_TESLA_V100"
+
+
+@pytest.mark.parametrize("gpu", ["NVIDIA_TESLA_P100", "NVIDIA_TESLA_P4"])
+def test_p100_and_p4_do_not_raise_n1_egress(gpu: str) -> None:
+    # vertex-facts D.2: N1 + P100 or P4 is "32 max (same as plain N1)"; D.1: n1-*-8 is 16.
+    assert catalog.vm_egress_gbps("n1-standard-8", gpu, 4) == 16
+    assert catalog.vm_egress_gbps("n1-standard-4", gpu, 1) == 10
+    assert catalog.vm_egress_gbps("n1-highmem-16", gpu, 2) == 32
+    assert catalog.vm_egress("n1-standard-8", gpu, 4).verified

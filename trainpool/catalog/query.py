@@ -67,7 +67,11 @@ def attachable(machine_type: str) -> dict[str, tuple[int, ...]]:
 
 
 def vm_egress(machine_type: str, accelerator_type: str | None = None, count: int = 0) -> Egress:
-    """Maximum egress of one VM, GPUs included, with its source and verified flag."""
+    """Maximum egress of one VM, GPUs included, with its source and verified flag.
+
+    Only V100 and T4 raise an N1 VM's egress (``n1_gpu_egress.csv``); with P100 or P4
+    an N1 VM keeps its plain figure (vertex-facts D.2: 32 Gbps max, same as plain N1).
+    """
     found = machine(machine_type)
     if found.fixed_gpu is not None or not accelerator_type or count <= 0:
         return Egress(found.egress_gbps, found.source, found.verified)
