@@ -195,3 +195,11 @@ def test_bad_input_names_field_value_and_what_is_accepted(
         build_env(spec, args.pop("pool"), args.pop("index"), **args, **SETTINGS)
     assert message in str(err.value)
     assert json.dumps(spec) == before
+
+
+@pytest.mark.parametrize("primary", [{}, {"replicaCount": 0}])
+def test_a_job_without_a_primary_is_a_value_error_naming_pool_0(primary: dict[str, Any]) -> None:
+    spec = {"workerPoolSpecs": [primary, {"replicaCount": 2}]}
+    with pytest.raises(ValueError) as err:
+        build_env(spec, 1, 0, hosts=vertex_hosts(spec), **SETTINGS)
+    assert f"workerPoolSpecs[0]: {primary!r} has no primary replica; accepted:" in str(err.value)

@@ -48,7 +48,7 @@ def test_replicas_of_every_non_empty_pool_in_any_count_form() -> None:
     assert replicas({}) == []
 
 
-@pytest.mark.parametrize("count", [1.5, "two", -1, True, [1]])
+@pytest.mark.parametrize("count", [1.5, "two", -1, True, [1], "inf", float("inf"), 1e400])
 def test_bad_replica_count_names_the_field(count: object) -> None:
     with pytest.raises(ValueError) as err:
         replicas({"workerPoolSpecs": [{"replicaCount": 1}, {"replicaCount": count}]})

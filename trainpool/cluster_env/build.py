@@ -35,6 +35,12 @@ def _check(
     """Refuse bad input with the field, the value and what is accepted."""
     counts = {p: replica_count(spec or {}, p) for p, spec in enumerate(pool_specs(job_spec))}
     present = sorted(p for p, n in counts.items() if n > 0)
+    if counts.get(0, 0) == 0:
+        raise ValueError(
+            f"workerPoolSpecs[0]: {(pool_specs(job_spec) or [None])[0]!r} has no primary "
+            "replica; accepted: a pool 0 with replicaCount 1 (Vertex needs a primary, "
+            "and MASTER_ADDR is its host)"
+        )
     if counts.get(pool, 0) == 0:
         raise ValueError(f"pool: {pool!r} has no replicas in this job; accepted: one of {present}")
     if not 0 <= index < counts[pool]:

@@ -7,6 +7,7 @@ Accepts the REST form (camelCase) and the proto ``to_dict()`` form (snake_case),
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -49,7 +50,7 @@ def replica_count(pool_spec: dict[str, Any], pool: int = 0) -> int:
         value = float(raw)
     except (TypeError, ValueError):
         value = float("nan")
-    if value != value or value < 0 or value != int(value):
+    if not math.isfinite(value) or value < 0 or value != int(value):
         raise ValueError(
             f"workerPoolSpecs[{pool}].replicaCount: {raw!r} is not a whole number >= 0; "
             'accepted: an int, a whole float such as 2.0, or a string such as "2"'
