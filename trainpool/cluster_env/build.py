@@ -37,7 +37,7 @@ def _check(
     present = sorted(p for p, n in counts.items() if n > 0)
     if counts.get(0, 0) == 0:
         raise ValueError(
-            f"workerPoolSpecs[0]: {(pool_specs(job_spec) or [None])[0]!r} has no primary "
+            f"workerPoolSpecs[0]: {next(iter(pool_specs(job_spec)), None)!r} has no primary "
             "replica; accepted: a pool 0 with replicaCount 1 (Vertex needs a primary, "
             "and MASTER_ADDR is its host)"
         )
