@@ -161,3 +161,20 @@ def test_malformed_values_are_errors_that_quote_the_variable(
     with pytest.raises(EnvError) as err:
         parse_env(env)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(("index", "chief"), [(0, True), (1, False)])
+def test_tf_config_without_a_chief_makes_worker_0_the_chief(index: int, chief: bool) -> None:
+    # The MultiWorkerMirroredStrategy guide: with only worker tasks, worker 0 is the chief.
+    config = {"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": index}}
+    ctx = parse_env({"TF_CONFIG": json.dumps(config)})
+    assert (ctx.role, ctx.pool, ctx.index, ctx.node_rank) == ("worker", 1, index, index)
+    assert ctx.is_chief is chief
+
+
+def test_a_vertex_worker_0_is_not_the_chief() -> None:
+    spec = {
+        "cluster": {"workerpool0": ["a:1"], "workerpool1": ["b:1"]},
+        "task": {"type": "workerpool1", "index": 0},
+    }
+    assert not parse_env({"CLUSTER_SPEC": json.dumps(spec)}).is_chief

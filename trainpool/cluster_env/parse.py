@@ -163,7 +163,8 @@ def parse_env(environ: Mapping[str, str] | None = None) -> ReplicaContext:
         index=index,
         node_rank=rank if rank is not None else ranks.get((pool, index)),
         world_size=world if world is not None else max(len(ranks), 1),
-        is_chief=pool == 0,
+        # TF_CONFIG without a chief/master task: worker 0 is the chief (MWMS guide).
+        is_chief=pool == 0 or (cluster_spec is None and 0 not in hosts and (pool, index) == (1, 0)),
         trial_id=trial,
         master_addr=master_addr,
         master_port=master_port,
