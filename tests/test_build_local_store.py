@@ -184,3 +184,28 @@ def test_pytorch_example_image_runs_as_a_three_replica_job(
     for rank, name in enumerate(["workerpool0-0", "workerpool1-0", "workerpool1-1"]):
         log = (job_dir / f"{name}.log").read_text()
         assert f"{name} rank {rank}/3 epoch 1" in log
+
+
+def test_concurrent_builds_of_one_context_share_one_image(tmp_path: Path) -> None:
+    # Two pipeline runs (or two CreateBuilds on the emulator) may build the same
+    # context at once: each must end with a whole image, none may remove the
+    # other's half-made one, and tagging the same name at once must not fail.
+    from concurrent.futures import ThreadPoolExecutor
+
+    src = trainer(tmp_path / "src", dockerfile=None)
+    (src / "requirements.txt").write_text("")
+    store = tmp_path / "store"
+    ctx, _ = builder.prepare(builder.BuildRequest(source_dir=src, repository="local/demo"))
+    names = ["local/demo:same", "local/demo:same", "local/demo:other", "local/demo:same"]
+    with ThreadPoolExecutor(len(names)) as pool:
+        done = list(pool.map(lambda name: local_store.add(ctx, store, [name]), names))
+    assert done == [[], [], [], []]
+    for name in set(names):
+        image = local_store.lookup(name, store)
+        assert image is not None and image.digest == ctx.digest
+        assert image.python.exists()
+    leftovers = [p.name for p in (store / "images").iterdir() if p.name.startswith(".")]
+    assert leftovers == []
+    assert sorted(p.name for p in (store / "images" / "refs").iterdir()) == sorted(
+        {"local%2Fdemo%3Asame", "local%2Fdemo%3Aother"}
+    )

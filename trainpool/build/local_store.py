@@ -13,10 +13,13 @@ Layout under ``<root>/images/``::
     <digest>/venv/        the image's Python environment
     <digest>/image.json   the image settings; written last, so its presence means "built"
     refs/<quoted name>    "repository:tag" -> digest
+    locks/<digest>        held while that image is built (builds of one context wait)
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import posixpath
@@ -25,6 +28,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -166,7 +171,8 @@ def tag(root: Path, name: str, digest: str) -> None:
     """Point ``repository:tag`` at a stored image."""
     ref_file = _ref_file(root, name)
     ref_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = ref_file.with_name(f".{ref_file.name}.{os.getpid()}")
+    # One temporary name per process and thread: two builds may tag the same name at once.
+    tmp = ref_file.with_name(f".{ref_file.name}.{os.getpid()}.{threading.get_ident()}")
     tmp.write_text(digest + "\n")
     os.replace(tmp, ref_file)
 
@@ -175,18 +181,35 @@ def has(root: Path, digest: str) -> bool:
     return (images_dir(root) / digest / "image.json").is_file()
 
 
+@contextlib.contextmanager
+def _building(root: Path, digest: str) -> Iterator[None]:
+    """Hold the build lock of ``digest`` (across processes and threads)."""
+    locks = images_dir(root) / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / digest, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def add(
     context: BuildContext, root: Path, names: list[str], dockerfile: str = "Dockerfile"
 ) -> list[str]:
     """Store ``context`` as an image (unless it is already there) and tag it with ``names``.
 
+    Builds of one context are serialised by a lock file, so concurrent builds (two
+    pipeline runs, two emulator builds) never remove each other's half-made image:
+    the second waits and finds the first one's.
     Returns the Dockerfile RUN steps that were not executed.
     """
     root = Path(root).resolve()
     digest = context.digest
     image_dir = images_dir(root) / digest
-    if not has(root, digest):
-        _build(context, root, image_dir, dockerfile)
+    with _building(root, digest):
+        if not has(root, digest):
+            _build(context, root, image_dir, dockerfile)
     for name in names:
         tag(root, name, digest)
     return json.loads((image_dir / "image.json").read_text())["notExecuted"]
