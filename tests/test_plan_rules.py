@@ -177,6 +177,22 @@ def errors(request: dict[str, Any]) -> str:
             "primary.python_package: given together with a container; accepted: a container image "
             "or a Python package, not both",
         ),
+        (
+            {
+                "image_uri": "default:1",
+                "primary": {
+                    **CPU,
+                    "command": ["python3", "-m", "x"],
+                    "python_package": {
+                        "executor_image_uri": "e",
+                        "package_uris": ["gs://b/t.tar.gz"],
+                        "python_module": "m",
+                    },
+                },
+            },
+            "primary.command: ['python3', '-m', 'x'] is not used with a Python package, which "
+            "runs `python -m MODULE`; accepted: args and env, or a container image instead",
+        ),
     ],
 )
 def test_refused(request_: dict[str, Any], expected: str) -> None:

@@ -20,6 +20,7 @@ _POOL_FIELDS = {
     "containerSpec": "image_uri",
     "containerSpec.imageUri": "image_uri",
     "containerSpec.env": "env",
+    "containerSpec.command": "command",
     "pythonPackageSpec": "python_package",
     "pythonPackageSpec.executorImageUri": "python_package.executor_image_uri",
     "pythonPackageSpec.packageUris": "python_package.package_uris",

@@ -65,11 +65,18 @@ def _check_runtime(
     container = pool.get("containerSpec")
     package = pool.get("pythonPackageSpec")
     if container and package:
-        found.error(
-            names.pool(index, "pythonPackageSpec"),
-            "given together with a container; accepted: a container image or a Python "
-            "package, not both",
-        )
+        if set(container) == {"command"}:
+            found.error(
+                names.pool(index, "containerSpec.command"),
+                f"{show(container['command'])} is not used with a Python package, which runs "
+                "`python -m MODULE`; accepted: args and env, or a container image instead",
+            )
+        else:
+            found.error(
+                names.pool(index, "pythonPackageSpec"),
+                "given together with a container; accepted: a container image or a Python "
+                "package, not both",
+            )
         return
     if package:
         for key in ("executorImageUri", "pythonModule"):

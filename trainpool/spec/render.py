@@ -38,6 +38,8 @@ def _runtime(pool: Pool, request: ClusterRequest) -> dict[str, Any]:
         if env and pool.python_package is None:
             container["env"] = _env(env)
         out["containerSpec"] = container
+    elif pool.python_package is not None and pool.command:
+        out["containerSpec"] = {"command": list(pool.command)}  # kept so the pool rules refuse it
     if pool.python_package is not None:
         package: dict[str, Any] = {
             "executorImageUri": pool.python_package.executor_image_uri,
