@@ -22,8 +22,9 @@ from trainpool.emulator.execution import KillFault
 @dataclass(frozen=True)
 class Faults:
     """``unavailable_rate``: share of calls (0..1) answered UNAVAILABLE; ``delay_s``: added
-    to every answer; ``kill``: SIGKILL one replica some seconds after it starts;
-    ``methods``: limit the first two to these method names (e.g. ``("GetCustomJob",)``)."""
+    to every answer (each call waits on its own; the request is carried out after the
+    delay); ``kill``: SIGKILL one replica some seconds after it starts; ``methods``: limit
+    the first two to these method names (e.g. ``("GetCustomJob",)``)."""
 
     unavailable_rate: float = 0.0
     delay_s: float = 0.0
@@ -60,21 +61,31 @@ class FaultInterceptor(grpc.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], Any],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Any:
+        # This runs on the server's one polling thread: sleeping here would hold up every
+        # call of every client. The delay is served inside the call, on its worker thread,
+        # after the request has arrived, so a client that gives up early may still find
+        # its request carried out, as with a slow real server.
         handler = continuation(handler_call_details)
         if handler is None or not self._applies(handler_call_details.method):
             return handler
+        if handler.unary_unary is None:
+            return handler
         with self._lock:
             refuse = self._random.random() < self.faults.unavailable_rate
-        if self.faults.delay_s:
-            time.sleep(self.faults.delay_s)
-        if not refuse:
+        if not refuse and not self.faults.delay_s:
             return handler
+        behaviour = handler.unary_unary
+        delay_s = self.faults.delay_s
 
-        def unavailable(request: Any, context: grpc.ServicerContext) -> Any:
-            context.abort(grpc.StatusCode.UNAVAILABLE, "The service is currently unavailable.")
+        def faulty(request: Any, context: grpc.ServicerContext) -> Any:
+            if delay_s:
+                time.sleep(delay_s)
+            if refuse:
+                context.abort(grpc.StatusCode.UNAVAILABLE, "The service is currently unavailable.")
+            return behaviour(request, context)
 
         return grpc.unary_unary_rpc_method_handler(
-            unavailable,
+            faulty,
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
