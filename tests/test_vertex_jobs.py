@@ -188,3 +188,35 @@ def test_a_killed_launcher_re_run_re_attaches(emu: emulator.Emulator, tmp_path: 
     assert f"re-attaching to {name} (named in {out})" in output
     assert "FINAL JOB_STATE_SUCCEEDED" in output
     assert [j.name for j in all_jobs()] == [name]
+
+
+def test_sigterm_during_create_cancels_the_job_the_create_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server takes 3 s to answer Create; SIGTERM lands while the call is in flight.
+    # The job the call makes must still be cancelled, not left running unowned.
+    faults = emulator.Faults(delay_s=3.0, methods=("CreateCustomJob",))
+    with emulator.start(tmp_path / "root", faults=faults) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        out = tmp_path / "gcp_resources"
+        code = LAUNCHER.format(job=job(60, "launcher-task")).replace(
+            "final = ", "print('READY', flush=True)\nfinal = "
+        )
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, str(out)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=dict(os.environ),
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
+        time.sleep(1.5)  # the label lookup answered, Create in flight
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=60)
+        assert proc.returncode != 0, output
+        time.sleep(3.5)  # past the server's delay: a Create still in flight has landed by now
+        listed = all_jobs()
+        assert len(listed) == 1, output
+        assert listed[0].state.name == "JOB_STATE_CANCELLED", output
+        assert f"cancelled {listed[0].name}: JOB_STATE_CANCELLED" in output

@@ -7,7 +7,8 @@
 3. else create it (transient errors retried; before each retry, look for the
    job an earlier attempt may have created), and write ``gcp_resources`` at once;
 4. poll with backoff until a final state, logging each state change;
-5. on SIGTERM or SIGINT: cancel the job, wait for it to stop, raise ``JobInterrupted``.
+5. on SIGTERM or SIGINT: cancel the job, wait for it to stop, raise ``JobInterrupted``
+   (a signal during steps 1-3 is acted on once they are done, so the job is known).
 """
 
 from __future__ import annotations
@@ -201,7 +202,14 @@ class JobRunner:
         name = ""
         try:
             with signals.raise_on_signal():
-                name = self.attach_or_create(job, gcp_resources, task_value)
+                # A signal during Create must not abandon the call: the server may create
+                # the job after we gave up and after a label lookup found nothing, leaving
+                # it running unowned. Signals wait until the job is named (bounded by the
+                # retry backoff), then cancel it.
+                with signals.deferred() as seen:
+                    name = self.attach_or_create(job, gcp_resources, task_value)
+                if seen:
+                    raise signals.Interrupted(seen[0])
                 return self.wait(name)
         except signals.Interrupted as sig:
             with signals.deferred():
