@@ -209,3 +209,20 @@ def test_concurrent_builds_of_one_context_share_one_image(tmp_path: Path) -> Non
     assert sorted(p.name for p in (store / "images" / "refs").iterdir()) == sorted(
         {"local%2Fdemo%3Asame", "local%2Fdemo%3Aother"}
     )
+
+
+def test_env_path_that_extends_path_keeps_the_hosts_path(tmp_path: Path) -> None:
+    # `ENV PATH=/x:$PATH` is the usual way to extend PATH; $PATH is the base image's,
+    # which the host's stands in for. Expanded to "" it left only /srv/bin, so a
+    # replica could start no host program (sh, torchrun, nvidia-smi).
+    import shutil
+
+    dockerfile = DOCKERFILE.replace("ENV MODE=local", 'ENV PATH="/srv/bin:${PATH}" MODE=local')
+    result = build(trainer(tmp_path / "src", dockerfile), tmp_path / "store")
+    image = local_store.lookup(result.image_uri, tmp_path / "store")
+    assert image is not None
+    entries = image.env["PATH"].split(os.pathsep)
+    assert entries[:2] == [str(image.python.parent), str(image.context_dir / "bin")]
+    assert entries[2:] == os.environ["PATH"].split(os.pathsep)
+    assert shutil.which("sh", path=image.env["PATH"]) is not None
+    assert json.loads(run(image))["mode"] == "local"

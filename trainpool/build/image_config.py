@@ -102,13 +102,23 @@ def _copy(rest: str, config: ImageConfig, values: Mapping[str, str]) -> None:
         config.copies.append((rel, posixpath.normpath(target)))
 
 
-def parse(text: str, build_args: Mapping[str, str] | None = None) -> ImageConfig:
-    """The image settings of a Dockerfile's last stage."""
+def parse(
+    text: str,
+    build_args: Mapping[str, str] | None = None,
+    inherited: Mapping[str, str] | None = None,
+) -> ImageConfig:
+    """The image settings of a Dockerfile's last stage.
+
+    ``inherited`` stands in for the environment the base image sets (unknown
+    without pulling it): ``$VAR`` expands from it when no ARG or ENV of the
+    Dockerfile sets ``VAR``, so ``ENV PATH=/x:$PATH`` keeps the inherited PATH.
+    """
     args = dict(build_args or {})
+    base_env = dict(inherited or {})
     config = ImageConfig()
     cmd_set = False
     for word, rest in _instructions(text):
-        values = {**args, **config.env}
+        values = {**args, **base_env, **config.env}
         if word == "FROM":
             config, cmd_set = ImageConfig(base=_expand(rest.split()[0], args)), False
         elif word == "ARG":

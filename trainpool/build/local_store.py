@@ -220,7 +220,10 @@ def _build(context: BuildContext, root: Path, image_dir: Path, dockerfile: str) 
     if entry is None:
         raise FileNotFoundError(f"dockerfile: {dockerfile!r} is not in the build context")
     with entry.open() as handle:
-        config = image_config.parse(handle.read().decode(), context.build_args)
+        # The base image's own variables are unknown here; the replicas run on this host,
+        # so its PATH stands in for the base image's (``ENV PATH=/x:$PATH`` must keep it).
+        inherited = {"PATH": os.environ.get("PATH", os.defpath)}
+        config = image_config.parse(handle.read().decode(), context.build_args, inherited)
     images_dir(root).mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{context.digest[:12]}-", dir=images_dir(root)))
     context.stage(staging / "context")
