@@ -65,16 +65,23 @@ def run_replicas(
     on_started: Callable[[list[Replica]], None] = lambda _: None,
     kill: KillFault | None = None,
 ) -> Outcome:
-    """Start every launch, watch them, stop them all, and say how the job ended."""
+    """Start every launch, watch them, stop them all, and say how the job ended.
+
+    Whatever ends the run (an outcome, a start that fails, ``on_started`` raising), no
+    replica is left running; a run cancelled before it starts starts nothing.
+    """
+    if cancel.is_set():
+        return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
     replicas: list[Replica] = []
     try:
         for launch in launches:
-            replicas.append(processes.start(launch))
-    except OSError as err:
-        processes.stop(replicas)
-        return Outcome("FAILED", CODE_INVALID_ARGUMENT, f"Cannot start {launch.name}: {err}")
-    on_started(replicas)
-    try:
+            try:
+                replicas.append(processes.start(launch))
+            except OSError as err:
+                return Outcome(
+                    "FAILED", CODE_INVALID_ARGUMENT, f"Cannot start {launch.name}: {err}"
+                )
+        on_started(replicas)
         return _watch(replicas, cancel, timeout_s, kill)
     finally:
         processes.stop(replicas)
