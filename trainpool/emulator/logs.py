@@ -37,7 +37,11 @@ def read(job_dir: Path) -> Iterator[str]:
 
 
 def follow(job_dir: Path, finished: Callable[[], bool], poll_s: float = 0.2) -> Iterator[str]:
-    """Lines as they are written, until ``finished()`` and nothing more is left to read."""
+    """Lines as they are written, until ``finished()`` and nothing more is left to read.
+
+    A partial last line is held back while the job runs and shown once it has ended
+    (a replica that died mid-line leaves no final newline).
+    """
     offsets: dict[Path, int] = {}
     while True:
         done = finished()
@@ -45,7 +49,7 @@ def follow(job_dir: Path, finished: Callable[[], bool], poll_s: float = 0.2) -> 
             with open(path, "rb") as handle:
                 handle.seek(offsets.get(path, 0))
                 chunk = handle.read()
-            complete = chunk[: chunk.rfind(b"\n") + 1]
+            complete = chunk if done else chunk[: chunk.rfind(b"\n") + 1]
             if not complete:
                 continue
             offsets[path] = offsets.get(path, 0) + len(complete)
