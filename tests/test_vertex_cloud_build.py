@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.cloud.devtools.cloudbuild_v1 import types
@@ -60,7 +61,9 @@ def tiny(root: Path) -> Path:
 
 def test_build_pushes_then_skips_the_cached_rebuild(tmp_path: Path, emu: emulator.Emulator) -> None:
     lines: list[str] = []
-    kwargs = dict(image_uri=REPO, backend="cloud", project=PROJECT, log=lines.append)
+    kwargs: dict[str, Any] = dict(
+        image_uri=REPO, backend="cloud", project=PROJECT, log=lines.append
+    )
     first = run_build(str(tiny(tmp_path / "src")), **kwargs)
     digest = str(first["contextDigest"])
     tag = f"ctx-{digest.removeprefix('sha256:')[:20]}"
@@ -138,3 +141,85 @@ def test_sigterm_cancels_the_build(tmp_path: Path, gcs: str) -> None:
         finally:
             del os.environ["VERTEX_AI_EMULATOR_HOST"]
         assert build.status == types.Build.Status.CANCELLED
+
+
+def tiny_wheel(folder: Path) -> Path:
+    """A pure-Python wheel ``tinypkg_tp`` 1.0, written by hand (no build backend offline)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    folder.mkdir()
+    files = {
+        "tinypkg_tp/__init__.py": b"",
+        "tinypkg_tp-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tinypkg-tp\n"
+        b"Version: 1.0\n",
+        "tinypkg_tp-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append("tinypkg_tp-1.0.dist-info/RECORD,,")
+    files["tinypkg_tp-1.0.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
+    wheel = folder / "tinypkg_tp-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return wheel
+
+
+def test_a_build_cancelled_while_working_pushes_nothing(
+    tmp_path: Path, emu: emulator.Emulator
+) -> None:
+    # The emulator's build ran to its end after a Cancel and still tagged the image
+    # names in the local store, so a job could run from a cancelled build's image.
+    # Here pip waits on a loopback index, held until the build has been cancelled.
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from trainpool.build import builder
+    from trainpool.vertex.cloud_build import CloudBuildBackend, build_request
+
+    asked, release = threading.Event(), threading.Event()
+
+    class SlowIndex(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.set()
+            release.wait(60)
+            self.send_error(404)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    index = ThreadingHTTPServer(("127.0.0.1", 0), SlowIndex)
+    threading.Thread(target=index.serve_forever, daemon=True).start()
+    try:
+        wheels = tiny_wheel(tmp_path / "wheels").parent
+        src = tiny(tmp_path / "src")
+        (src / "requirements.txt").write_text(
+            f"--index-url http://127.0.0.1:{index.server_address[1]}/simple\n"
+            f"--find-links {wheels}\ntinypkg-tp\n"
+        )
+        ctx, _ = builder.prepare(builder.BuildRequest(source_dir=src, repository=REPO))
+        image = f"{REPO}:ctx-{ctx.digest[:20]}"
+        backend = CloudBuildBackend(PROJECT, log=lambda _: None)
+        request = build_request(image, BUCKET, backend.upload(ctx), {})
+        build_id = backend.client.create_build(project_id=PROJECT, build=request).metadata.build.id
+        assert asked.wait(60), "the build never reached pip"
+        backend.cancel(build_id)
+    finally:
+        release.set()
+    log = emu.root / "builds" / build_id / "log.txt"
+    deadline = time.monotonic() + 60
+    while not any(end in log.read_text() for end in ("DONE", "nothing pushed", "ERROR")):
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    index.shutdown()
+    index.server_close()
+    build = backend.client.get_build(project_id=PROJECT, id=build_id)
+    assert build.status == types.Build.Status.CANCELLED
+    assert list(build.results.images) == []
+    assert local_store.lookup(image, emu.root) is None
+    assert "build ended CANCELLED while it ran: nothing pushed" in log.read_text()

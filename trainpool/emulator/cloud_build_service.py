@@ -103,17 +103,37 @@ class CloudBuildService:
             return
         with log_file.open("a") as log:
             try:
-                images, not_run = self._build(build, log)
+                digest, not_run = self._build(build, log)
             except Exception as err:  # a failed build is recorded, never raised
                 log.write(f"ERROR: {err}\n")
                 self._set(build.project_id, build.id, status=Status.FAILURE, status_detail=str(err))
                 return
             log.write(f"RUN steps not executed by the local builder: {not_run or 'none'}\n")
-            log.write("DONE\n")
-        results = cb.Results(images=images)
-        self._set(build.project_id, build.id, status=Status.SUCCESS, results=results)
+            self._push(build, digest, log)
 
-    def _build(self, build: cb.Build, log: io.TextIOBase) -> tuple[list[cb.BuiltImage], list[str]]:
+    def _push(self, build: cb.Build, digest: str, log: io.TextIOBase) -> None:
+        """Tag the stored image with ``build.images`` and end SUCCESS, unless cancelled meanwhile.
+
+        Under the lock that Cancel takes, so a build cancelled while it ran pushes nothing
+        (as on Cloud Build): no job can then run from its image names.
+        """
+        with self._lock:
+            current = self._load(build.project_id, build.id)
+            if current.status not in RUNNING:
+                log.write(f"build ended {current.status.name} while it ran: nothing pushed\n")
+                return
+            for image in build.images:
+                local_store.tag(self.state.root, image, digest)
+                log.write(f"pushed {image}@sha256:{digest}\n")
+            log.write("DONE\n")
+            current.status = Status.SUCCESS  # type: ignore[assignment]
+            current.results = cb.Results(
+                images=[cb.BuiltImage(name=i, digest=f"sha256:{digest}") for i in build.images]
+            )
+            self._save(current)
+
+    def _build(self, build: cb.Build, log: io.TextIOBase) -> tuple[str, list[str]]:
+        """Store the build's context as an image (not yet tagged); its digest and unrun steps."""
         from google.cloud import storage  # type: ignore[attr-defined]
 
         source = build.source.storage_source
@@ -131,11 +151,8 @@ class CloudBuildService:
                 tar.extractall(tmp, filter="data")
             ctx = context.BuildContext.of(context.collect(Path(tmp), patterns=[]), build_args)
             log.write(f"building context sha256:{ctx.digest} into the local image store\n")
-            not_run = local_store.add(ctx, self.state.root, list(build.images))
-        digest = f"sha256:{ctx.digest}"
-        for image in build.images:
-            log.write(f"pushed {image}@{digest}\n")
-        return [cb.BuiltImage(name=image, digest=digest) for image in build.images], not_run
+            not_run = local_store.add(ctx, self.state.root, [])
+        return ctx.digest, not_run
 
     def get(self, request: cb.GetBuildRequest) -> cb.Build:
         return self._load(request.project_id, request.id)
