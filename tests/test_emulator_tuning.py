@@ -31,6 +31,7 @@ parser.add_argument("--units", type=int)
 parser.add_argument("--act")
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--fail_units", type=int, default=-1)
+parser.add_argument("--bad_metric_units", type=int, default=-1)
 args = parser.parse_args()
 began = time.time()
 time.sleep(args.sleep)
@@ -40,6 +41,9 @@ score = args.units * 10 + (1 if args.act == "relu" else 0)
 tuner = hypertune.HyperTune()
 tuner.report_hyperparameter_tuning_metric("score", score - 100, global_step=1)
 tuner.report_hyperparameter_tuning_metric("score", score, global_step=2)
+if args.units == args.bad_metric_units:
+    with open(os.environ["CLOUD_ML_HP_METRIC_FILE"], "a") as metrics:
+        metrics.write('{"score": "n/a"}\\n')
 model_dir = local_path(os.environ["AIP_MODEL_DIR"])
 os.makedirs(model_dir, exist_ok=True)
 with open(os.path.join(model_dir, "trial.json"), "w") as out:
@@ -219,3 +223,19 @@ def test_cancel_sweep_stops_its_trials(client: Any, tmp_path: Path) -> None:
     done = wait(client, created.name, timeout=10)
     assert done.state == JobState.JOB_STATE_CANCELLED
     assert [t.state.name for t in done.trials] == ["INFEASIBLE", "INFEASIBLE"]
+
+
+def test_an_unreadable_metric_file_fails_its_trial_not_the_emulator(
+    client: Any, tmp_path: Path
+) -> None:
+    created = client.create_hyperparameter_tuning_job(
+        parent=PARENT,
+        hyperparameter_tuning_job=sweep(tmp_path, extra_args=("--bad_metric_units=1",)),
+    )
+    done = wait(client, created.name)
+    assert done.state == JobState.JOB_STATE_FAILED
+    assert "Internal emulator error" not in done.error.message
+    assert "Trial 1: " in done.error.message
+    assert "workerpool0-0.metrics:3: a value is not a number" in done.error.message
+    assert [t.state.name for t in done.trials] == ["INFEASIBLE"]
+    assert "a value is not a number" in done.trials[0].infeasible_reason

@@ -134,10 +134,15 @@ class TuningRun:
         result = None
         reason = outcome.message
         if outcome.state == "SUCCEEDED":
-            result = measurement(
-                read_metrics(str(metric_file)), self.metric_id, self.goal, self.selection
-            )
-            if result is None:
+            unreadable = ""
+            try:
+                records = read_metrics(str(metric_file))
+            except ValueError as err:  # a line the trainer wrote is not a measurement
+                records, unreadable = [], str(err)
+            result = measurement(records, self.metric_id, self.goal, self.selection)
+            if unreadable:
+                reason = f"The trial's metric file cannot be read: {unreadable}"
+            elif result is None:
                 reason = (
                     f"The trial reported no value of metric {self.metric_id!r} "
                     f"(read from {metric_file})."
