@@ -227,3 +227,13 @@ def test_a_standalone_emulator_runs_submitted_pipelines(
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_local_run_that_cannot_start_fails_the_job_instead_of_hanging(
+    tiny: Path, emu: Path
+) -> None:
+    job_id, job = build_pipeline_job(tiny, TARGET, {})
+    (emu / "pipelines" / job_id / "run.log").mkdir(parents=True)  # the log cannot be opened
+    done = wait(submit(job_id, job, TARGET).name, timeout=10)
+    assert done.state == PipelineState.PIPELINE_STATE_FAILED
+    assert "could not start the local run" in done.error.message

@@ -160,7 +160,11 @@ class PipelineService:
             os.environ, **{EMULATOR_ENV: self.state.address, "TRAINPOOL_HOME": str(self.state.root)}
         )
         launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
-        run = processes.start(launch)
+        try:
+            run = processes.start(launch)
+        except OSError as err:
+            self._finish(job.name, 127, f"could not start the local run: {err}")
+            return
         self._runs[job.name] = run
         job.state = PipelineState.PIPELINE_STATE_RUNNING
         job.start_time = _now()
