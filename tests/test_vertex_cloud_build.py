@@ -19,6 +19,7 @@ import trainpool.emulator as emulator
 from trainpool.build import local_store
 from trainpool.cli.build import run_build
 from trainpool.emulator.cloud_build_service import HOLD_ENV
+from trainpool.emulator.faults import Faults
 from trainpool.vertex.cloud_build import MARKERS, cloud_build_client
 
 pytestmark = pytest.mark.timeout(120)
@@ -67,7 +68,9 @@ def test_build_pushes_then_skips_the_cached_rebuild(tmp_path: Path, emu: emulato
     first = run_build(str(tiny(tmp_path / "src")), **kwargs)
     digest = str(first["contextDigest"])
     tag = f"ctx-{digest.removeprefix('sha256:')[:20]}"
-    build_id = lines[1].split()[2].rstrip(":")
+    logs_line = next(line for line in lines if " logs at " in line)
+    build_id = logs_line.split()[2].rstrip(":")
+    assert f"uploaded the build context to gs://{BUCKET}/trainpool/contexts/" in "\n".join(lines)
     assert first == {
         "imageUri": f"{REPO}:{tag}@{digest}",
         "cached": False,
@@ -75,12 +78,10 @@ def test_build_pushes_then_skips_the_cached_rebuild(tmp_path: Path, emu: emulato
         "contextDigest": digest,
         "tag": tag,
         "dockerfile": "generated",
-        "notes": [
-            f"Cloud Build {lines[1].split()[2].rstrip(':')}: SUCCESS, pushed {REPO}:{tag}@{digest}"
-        ],
+        "notes": [f"Cloud Build {build_id}: SUCCESS, pushed {REPO}:{tag}@{digest}"],
     }
     log_url = (emu.root / "builds" / build_id / "log.txt").as_uri()
-    assert lines[1] == f"Cloud Build {build_id}: logs at {log_url}"
+    assert logs_line == f"Cloud Build {build_id}: logs at {log_url}"
     build = cloud_build_client().get_build(project_id=PROJECT, id=build_id)
     assert build.status == types.Build.Status.SUCCESS
     assert [(i.name, i.digest) for i in build.results.images] == [(f"{REPO}:{tag}", digest)]
@@ -135,6 +136,37 @@ def test_sigterm_cancels_the_build(tmp_path: Path, gcs: str) -> None:
         assert proc.wait(timeout=30) == 1
         assert f"cancelling build {build_id}" in rest
         assert "build cancelled: SIGTERM received" in rest
+        os.environ["VERTEX_AI_EMULATOR_HOST"] = emu.address
+        try:
+            build = cloud_build_client().get_build(project_id=PROJECT, id=build_id)
+        finally:
+            del os.environ["VERTEX_AI_EMULATOR_HOST"]
+        assert build.status == types.Build.Status.CANCELLED
+
+
+def test_sigterm_during_create_cancels_the_build_it_made(tmp_path: Path, gcs: str) -> None:
+    """CreateBuild answers 2 s late; SIGTERM lands while the launcher waits for it."""
+    os.environ[HOLD_ENV] = "30"
+    try:
+        emu = emulator.start(tmp_path / "emu", faults=Faults(delay_s=2.0, methods=("CreateBuild",)))
+    finally:
+        del os.environ[HOLD_ENV]
+    with emu:
+        env = dict(os.environ, VERTEX_AI_EMULATOR_HOST=emu.address, STORAGE_EMULATOR_HOST=gcs)
+        cmd = [sys.executable, "-c", CLI, "build-image", str(tiny(tmp_path / "src"))]
+        cmd += ["--image", REPO, "--project", PROJECT]
+        proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        line = ""
+        while "uploaded the build context" not in line:
+            line = proc.stderr.readline()
+            assert line, "the build-image process ended before uploading its context"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=30) == 1, rest
+        assert "build cancelled: SIGTERM received" in rest
+        build_id = rest.split("Cloud Build ")[1].split(":")[0]
         os.environ["VERTEX_AI_EMULATOR_HOST"] = emu.address
         try:
             build = cloud_build_client().get_build(project_id=PROJECT, id=build_id)

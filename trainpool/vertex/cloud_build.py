@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, BinaryIO, Protocol
 
+from trainpool.vertex import signals
 from trainpool.vertex.clients import emulator_host
 
 DOCKER_STEP = "gcr.io/cloud-builders/docker"
@@ -97,6 +98,16 @@ def cancel_on_sigterm(cancel: Callable[[], None]) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def signals_held() -> Iterator[list[int]]:
+    """SIGTERM and SIGINT recorded, not acted on, inside (the main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    with signals.deferred() as seen:
+        yield seen
+
+
 class CloudBuildBackend:
     """Builds with Cloud Build in ``project``; contexts and markers in ``bucket``."""
 
@@ -166,10 +177,15 @@ class CloudBuildBackend:
         from google.cloud.devtools.cloudbuild_v1 import types
 
         obj = self.upload(context)
+        self.log(f"uploaded the build context to gs://{self.bucket_name}/{obj}")
         request = build_request(image, self.bucket_name, obj, context.build_args)
-        operation = self.client.create_build(project_id=self.project, build=request)
+        with signals_held() as seen:  # a signal during create must still cancel what it made
+            operation = self.client.create_build(project_id=self.project, build=request)
         started = operation.metadata.build
         self.log(f"Cloud Build {started.id}: logs at {started.log_url}")
+        if seen:
+            self.cancel(started.id)
+            raise BuildFailed(f"build cancelled: {signal.Signals(seen[0]).name} received")
         with cancel_on_sigterm(lambda: self.cancel(started.id)):
             final = self.wait(started.id)
         if final.status != types.Build.Status.SUCCESS:
