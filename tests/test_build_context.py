@@ -39,6 +39,9 @@ SECRETS = {
     "id_ed25519.pub": b"k",
     ".config/gcloud/application_default_credentials.json": b"{}",
     ".netrc": b"machine x",
+    "oauth/client_secret_123.apps.googleusercontent.com.json": b"{}",
+    ".git-credentials": b"https://u:p@example",
+    "home/.boto": b"[Credentials]",
     ".trainpool/emulator.sqlite": b"",
 }
 
