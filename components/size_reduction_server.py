@@ -18,8 +18,9 @@ def size_reduction_server(
 ) -> NamedTuple("Outputs", replica_count=int, sizing=dict, custom_job_spec=dict):
     """Size reducers so their egress matches the GPU replicas' (pool 2 of the returned spec).
 
-    reducer_machine_type "" keeps the planned reducer machine type (n1-highcpu-16 when the
-    spec has none); "auto" picks the cheapest CPU machine per Gbps. Writes the sizing,
+    reducer_machine_type "" keeps the planned Reduction Server (machine type and count) and
+    reports it against the sizing rule (with none, n1-highcpu-16 reducers are sized); a
+    machine type, or "auto" for the cheapest CPU machine per Gbps, re-sizes the pool. Writes the sizing,
     cost and per-worker all-reduce traffic as Markdown to sizing_report.
     """
     from trainpool.plan import size_reduction_server as size

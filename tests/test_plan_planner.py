@@ -223,3 +223,27 @@ def test_fixed_gpu_wrong_count_is_still_refused_when_type_left_out() -> None:
                 "primary": {"machine_type": "a2-highgpu-4g", "accelerator_count": 2},
             }
         )
+
+
+def test_by_default_the_planned_reducer_count_is_kept_and_compared_with_the_rule() -> None:
+    planned = plan_cluster(
+        {
+            "image_uri": "img:1",
+            "primary": {"machine_type": "a2-highgpu-4g"},
+            "workers": {"replica_count": 1, "machine_type": "a2-highgpu-4g"},
+            "reduction_server": {"replica_count": 2},
+        }
+    ).custom_job_spec
+    report = size_reduction_server(planned)
+    assert report.worker_pool_specs[2]["replicaCount"] == 2
+    assert report.reduction_server is not None
+    assert (
+        report.reduction_server["replicaCount"],
+        report.reduction_server["sizedReplicaCount"],
+    ) == (
+        2,
+        4,
+    )
+    assert any("sized: 4" in warning for warning in report.warnings)
+    resized = size_reduction_server(planned, machine_type="n1-highcpu-16")
+    assert resized.worker_pool_specs[2]["replicaCount"] == 4

@@ -203,8 +203,10 @@ def size_reduction_server(
 ) -> Plan:
     """Put a sized Reduction Server in pool 2 of a planned spec (REST or snake_case).
 
-    ``machine_type`` "" keeps the reducer machine type the spec already has (else
-    the default, n1-highcpu-16); "auto" picks the cheapest CPU machine per Gbps.
+    ``machine_type`` "" keeps the Reduction Server the spec already has, its machine
+    type and replica count, and reports how it compares with the sizing rule (with
+    none, it sizes n1-highcpu-16 reducers); a machine type, or "auto" for the
+    cheapest CPU machine per Gbps, re-sizes the pool for that machine.
     """
     spec = normalize_spec(custom_job_spec)
     pools = spec.setdefault("workerPoolSpecs", [])
@@ -219,12 +221,16 @@ def size_reduction_server(
                 )
             ]
         )
-    planned = pools[2].get("machineSpec", {}).get("machineType") if len(pools) > 2 else None
+    planned = pools[2] if len(pools) > 2 else {}
     pools.extend({} for _ in range(3 - len(pools)))
+    given = None
     if machine_type == "auto":
         chosen = cheapest_reducer()
+    elif machine_type:
+        chosen = machine_type
     else:
-        chosen = machine_type or planned or DEFAULT_REDUCER
+        chosen = planned.get("machineSpec", {}).get("machineType") or DEFAULT_REDUCER
+        given = planned.get("replicaCount")
     pools[2] = {
         "machineSpec": {"machineType": chosen},
         "containerSpec": {"imageUri": reducer_image(location)},
@@ -233,7 +239,7 @@ def size_reduction_server(
         spec,
         {},
         Findings(),
-        given=None,
+        given=given,
         gradient_size_mb=gradient_size_mb,
         tuning_env=False,
         names=names,
