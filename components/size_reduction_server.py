@@ -20,8 +20,8 @@ def size_reduction_server(
 
     reducer_machine_type "" keeps the planned Reduction Server (machine type and count) and
     reports it against the sizing rule (with none, n1-highcpu-16 reducers are sized); a
-    machine type, or "auto" for the cheapest CPU machine per Gbps, re-sizes the pool. Writes the sizing,
-    cost and per-worker all-reduce traffic as Markdown to sizing_report.
+    machine type, or "auto" for the cheapest CPU machine per Gbps, re-sizes the pool.
+    Writes the sizing, cost and per-worker all-reduce traffic as Markdown to sizing_report.
     """
     from trainpool.plan import size_reduction_server as size
     from trainpool.plan.report import markdown
