@@ -172,3 +172,16 @@ def test_unclosed_bracket_is_refused_with_the_pattern() -> None:
 def test_missing_folder_is_refused(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="source_dir .*: not a folder"):
         collect(tmp_path / "nope")
+
+
+def test_dockerfile_and_dockerignore_are_sent_even_when_ignored(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "Dockerfile": b"FROM python:3.11-slim\nCOPY app.py .\n",
+            ".dockerignore": b"*\n!app.py\n",
+            "app.py": b"print(1)\n",
+            "notes.txt": b"left out",
+        },
+    )
+    assert BuildContext.of(collect(root)).paths() == [".dockerignore", "Dockerfile", "app.py"]

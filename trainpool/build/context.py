@@ -26,6 +26,8 @@ from typing import BinaryIO
 from trainpool.build import ignore
 
 _CHUNK = 1 << 20
+ALWAYS_SENT = frozenset({"Dockerfile", ".dockerignore"})
+"""Docker sends these even when .dockerignore lists them: the build needs them."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ def _walk(root: Path, patterns: list[ignore.Pattern]) -> Iterator[Entry]:
         for name in sorted(files):
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
             full = here / name
-            if ignore.ignored(rel, patterns):
+            if rel not in ALWAYS_SENT and ignore.ignored(rel, patterns):
                 continue
             if full.is_symlink():
                 yield Entry(rel, 0o777, link=os.readlink(full))
