@@ -18,10 +18,21 @@ pytestmark = pytest.mark.timeout(180)
 SPEC = Path(__file__).parent.parent / "component_specs" / "launch_custom_job.yaml"
 PARENT = "projects/demo/locations/us-central1"
 TRAINER = """
-import json, os, sys
+import json, os, sys, time
+spec = json.loads(os.environ["CLUSTER_SPEC"])
 role = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task", {})
-print("ROLE " + json.dumps({"cluster_spec": json.loads(os.environ["CLUSTER_SPEC"])["task"],
-                            "tf_config": role}, sort_keys=True))
+print("ROLE " + json.dumps({"cluster_spec": spec["task"], "tf_config": role}, sort_keys=True),
+      flush=True)
+here = os.path.dirname(os.path.abspath(__file__))
+open(os.path.join(here, "reported-" + spec["task"]["type"]), "w").close()
+# The primary's end ends the job and stops parameter servers, as on Vertex: it waits until
+# every other pool has reported, so the test reads each role whatever the start order.
+others = [os.path.join(here, "reported-" + p) for p in spec["cluster"] if p != "workerpool0"]
+deadline = time.time() + 30
+while spec["task"]["type"] == "workerpool0" and time.time() < deadline:
+    if all(os.path.exists(path) for path in others):
+        break
+    time.sleep(0.05)
 sys.exit(int(os.environ.get("EXIT_CODE") or 0))
 """
 

@@ -29,8 +29,10 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--out")
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--exit", type=int, default=0)
+parser.add_argument("--wait-for-all", action="store_true")
 args = parser.parse_args()
-task = json.loads(os.environ["CLUSTER_SPEC"])["task"]
+spec = json.loads(os.environ["CLUSTER_SPEC"])
+task = spec["task"]
 name = f"{task['type']}-{task['index']}"
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
 keys = ("CLUSTER_SPEC", "TF_CONFIG", "RANK", "WORLD_SIZE", "TRAINPOOL_GCS_ROOT", "AIP_MODEL_DIR")
@@ -38,6 +40,13 @@ record = {"pids": [os.getpid(), child.pid], "env": {k: os.environ.get(k) for k i
 with open(os.path.join(args.out, name + ".json"), "w") as handle:
     json.dump(record, handle)
 print(f"{name} started", flush=True)
+if args.wait_for_all:  # the primary's end stops parameter servers: let every replica record first
+    names = [f"{pool}-{i}" for pool, hosts in spec["cluster"].items() for i in range(len(hosts))]
+    deadline = time.time() + 30
+    while time.time() < deadline and not all(
+        os.path.exists(os.path.join(args.out, n + ".json")) for n in names
+    ):
+        time.sleep(0.05)
 time.sleep(args.sleep)
 print(f"{name} exiting with {args.exit}", flush=True)
 child.kill()
@@ -123,7 +132,7 @@ def job_dir(root: Path, job: Any) -> Path:
 
 def test_parameter_servers_and_evaluators(client: Any, root: Path) -> None:
     pools = [
-        pool(root, 1, "--sleep=0.5"),
+        pool(root, 1, "--sleep=0.5", "--wait-for-all"),
         pool(root, 2, "--sleep=0.5"),
         pool(root, 2, "--sleep=600"),
         pool(root, 1, "--sleep=1"),
