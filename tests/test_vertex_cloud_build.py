@@ -113,10 +113,15 @@ def test_failed_build_reports_status_and_logs(tmp_path: Path, emu: emulator.Emul
         run_build(str(src), image_uri=REPO, backend="cloud", project=PROJECT, log=lambda _: None)
 
 
-def test_sigterm_cancels_the_build(tmp_path: Path, gcs: str) -> None:
+def sigterm_build_image(
+    tmp_path: Path, gcs: str, after: str, faults: Faults | None = None
+) -> tuple[str, str]:
+    """Run `trainpool build-image` against an emulator that holds builds queued, SIGTERM it
+    0.5 s after it prints a line containing ``after``; its exit and the build's final state
+    are checked here. Returns the build id and the rest of its stderr."""
     os.environ[HOLD_ENV] = "30"
     try:
-        emu = emulator.start(tmp_path / "emu")
+        emu = emulator.start(tmp_path / "emu", faults=faults)
     finally:
         del os.environ[HOLD_ENV]
     with emu:
@@ -125,45 +130,14 @@ def test_sigterm_cancels_the_build(tmp_path: Path, gcs: str) -> None:
         cmd += ["--image", REPO, "--project", PROJECT]
         proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
         assert proc.stderr is not None
-        line = ""
-        while "logs at" not in line:
+        seen = ""
+        while after not in seen:
             line = proc.stderr.readline()
-            assert line, "the build-image process ended before printing the logs URL"
-        build_id = line.split()[2].rstrip(":")
+            assert line, f"build-image ended before printing {after!r}"
+            seen += line
         time.sleep(0.5)
         proc.send_signal(signal.SIGTERM)
-        rest = proc.stderr.read()
-        assert proc.wait(timeout=30) == 1
-        assert f"cancelling build {build_id}" in rest
-        assert "build cancelled: SIGTERM received" in rest
-        os.environ["VERTEX_AI_EMULATOR_HOST"] = emu.address
-        try:
-            build = cloud_build_client().get_build(project_id=PROJECT, id=build_id)
-        finally:
-            del os.environ["VERTEX_AI_EMULATOR_HOST"]
-        assert build.status == types.Build.Status.CANCELLED
-
-
-def test_sigterm_during_create_cancels_the_build_it_made(tmp_path: Path, gcs: str) -> None:
-    """CreateBuild answers 2 s late; SIGTERM lands while the launcher waits for it."""
-    os.environ[HOLD_ENV] = "30"
-    try:
-        emu = emulator.start(tmp_path / "emu", faults=Faults(delay_s=2.0, methods=("CreateBuild",)))
-    finally:
-        del os.environ[HOLD_ENV]
-    with emu:
-        env = dict(os.environ, VERTEX_AI_EMULATOR_HOST=emu.address, STORAGE_EMULATOR_HOST=gcs)
-        cmd = [sys.executable, "-c", CLI, "build-image", str(tiny(tmp_path / "src"))]
-        cmd += ["--image", REPO, "--project", PROJECT]
-        proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
-        assert proc.stderr is not None
-        line = ""
-        while "uploaded the build context" not in line:
-            line = proc.stderr.readline()
-            assert line, "the build-image process ended before uploading its context"
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGTERM)
-        rest = proc.stderr.read()
+        rest = seen + proc.stderr.read()
         assert proc.wait(timeout=30) == 1, rest
         assert "build cancelled: SIGTERM received" in rest
         build_id = rest.split("Cloud Build ")[1].split(":")[0]
@@ -173,6 +147,21 @@ def test_sigterm_during_create_cancels_the_build_it_made(tmp_path: Path, gcs: st
         finally:
             del os.environ["VERTEX_AI_EMULATOR_HOST"]
         assert build.status == types.Build.Status.CANCELLED
+        return build_id, rest
+
+
+def test_sigterm_cancels_the_build(tmp_path: Path, gcs: str) -> None:
+    build_id, rest = sigterm_build_image(tmp_path, gcs, after="logs at")
+    assert f"cancelling build {build_id}" in rest
+
+
+def test_sigterm_during_create_cancels_the_build_it_made(tmp_path: Path, gcs: str) -> None:
+    """CreateBuild answers 2 s late; SIGTERM lands while the launcher waits for it."""
+    faults = Faults(delay_s=2.0, methods=("CreateBuild",))
+    build_id, rest = sigterm_build_image(
+        tmp_path, gcs, after="uploaded the build context", faults=faults
+    )
+    assert f"cancelling build {build_id}" in rest
 
 
 def tiny_wheel(folder: Path) -> Path:
