@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fixtures.replicas import start_replicas
 
-from trainpool.cluster_env import build_env, local_hosts
-from trainpool.cluster_env.layout import replicas
 from trainpool.runtime.hypertune import latest, read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,31 +20,11 @@ def run_job(tmp: Path, workers: int, args: list[str], trial: str = "1") -> Path:
         "workerPoolSpecs": [{"replicaCount": 1}] + ([{"replicaCount": workers}] if workers else []),
         "baseOutputDirectory": {"outputUriPrefix": "gs://bkt/sweep"},
     }
-    hosts = local_hosts(spec)
     metrics = tmp / f"trial{trial}.metrics"
-    procs = []
-    for pool, index in replicas(spec):
-        env = build_env(
-            spec,
-            pool,
-            index,
-            hosts=hosts,
-            trial_id=trial,
-            job_id="1",
-            project="p",
-            region="r",
-            metric_file=str(metrics),
-        )
-        child = (
-            os.environ
-            | env
-            | {
-                "TRAINPOOL_GCS_ROOT": str(tmp / "gcs"),
-                "PYTHONPATH": f"{EXAMPLE}{os.pathsep}{ROOT}",
-            }
-        )
-        command = [sys.executable, "-m", "trainer.task", *args]
-        procs.append(subprocess.Popen(command, env=child, cwd=tmp, stdout=subprocess.DEVNULL))
+    command = [sys.executable, "-m", "trainer.task", *args]
+    procs = start_replicas(
+        spec, command, workdir=tmp, example=EXAMPLE, metric_file=metrics, trial_id=trial
+    )
     assert [p.wait(timeout=150) for p in procs] == [0] * len(procs)
     return metrics
 

@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
+from fixtures.replicas import start_replicas
 
-from trainpool.cluster_env import build_env, local_hosts
-from trainpool.cluster_env.layout import replicas
 from trainpool.runtime.hypertune import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tensorflow_mwms"
-PYTHONS = [ROOT / ".venv-tf" / "bin" / "python", Path("/tmp/tfvenv/bin/python")]
+TF_PYTHON = ROOT / ".venv-tf" / "bin" / "python"
 
 
 def tf_python() -> Path:
-    for python in PYTHONS:
-        done = subprocess.run([str(python), "-c", "import tensorflow"], capture_output=True)
-        if python.exists() and done.returncode == 0:
-            return python
-    pytest.skip(f"no TensorFlow virtualenv at {[str(p) for p in PYTHONS]} (scripts/setup makes it)")
+    """The TensorFlow virtualenv's interpreter (``bash scripts/setup`` makes it)."""
+    if TF_PYTHON.exists():
+        done = subprocess.run([str(TF_PYTHON), "-c", "import tensorflow"], capture_output=True)
+        if done.returncode == 0:
+            return TF_PYTHON
+    pytest.skip(f"no TensorFlow virtualenv at {TF_PYTHON}: run `bash scripts/setup`")
 
 
 @pytest.mark.slow
@@ -33,31 +32,17 @@ def test_chief_and_worker_train_one_epoch_and_save_by_the_seed_rule(tmp_path: Pa
         "workerPoolSpecs": [{"replicaCount": 1}, {"replicaCount": 1}],
         "baseOutputDirectory": {"outputUriPrefix": "gs://bkt/tf"},
     }
-    hosts = local_hosts(spec)
     metrics = tmp_path / "m.metrics"
-    procs = []
-    for pool, index in replicas(spec):
-        env = build_env(
-            spec,
-            pool,
-            index,
-            hosts=hosts,
-            job_id="1",
-            project="p",
-            region="r",
-            metric_file=str(metrics),
-        )
-        child = (
-            os.environ
-            | env
-            | {
-                "TRAINPOOL_GCS_ROOT": str(tmp_path / "gcs"),
-                "PYTHONPATH": f"{EXAMPLE}{os.pathsep}{ROOT}",
-                "TF_CPP_MIN_LOG_LEVEL": "2",
-            }
-        )
-        command = [str(python), "-m", "trainer.task", "--epochs=1", "--batch_size=128.0"]
-        procs.append(subprocess.Popen(command, env=child, cwd=tmp_path, stdout=subprocess.PIPE))
+    command = [str(python), "-m", "trainer.task", "--epochs=1", "--batch_size=128.0"]
+    procs = start_replicas(
+        spec,
+        command,
+        workdir=tmp_path,
+        example=EXAMPLE,
+        metric_file=metrics,
+        extra_env={"TF_CPP_MIN_LOG_LEVEL": "2"},
+        stdout=subprocess.PIPE,
+    )
     outputs = [p.communicate(timeout=100)[0].decode() for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
     assert "workerpool0-0 epoch 1" in outputs[0] and "workerpool1-0 epoch 1" in outputs[1]
