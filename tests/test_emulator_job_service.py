@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.jobs import wait_job
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -18,7 +19,6 @@ from trainpool.vertex.clients import job_client
 pytestmark = pytest.mark.timeout(60)
 
 PARENT = "projects/demo/locations/us-central1"
-DONE = {JobState.JOB_STATE_SUCCEEDED, JobState.JOB_STATE_FAILED, JobState.JOB_STATE_CANCELLED}
 
 
 def job(code: str, display_name: str = "demo", **labels: str) -> dict[str, Any]:
@@ -32,13 +32,7 @@ def job(code: str, display_name: str = "demo", **labels: str) -> dict[str, Any]:
 
 
 def wait(client: Any, name: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = client.get_custom_job(name=name)
-        if got.state in DONE:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"{name} still {got.state.name} after {timeout}s")
+    return wait_job(client.get_custom_job, name, timeout)
 
 
 @pytest.fixture

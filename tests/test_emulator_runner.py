@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.jobs import wait_job
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -20,7 +21,6 @@ from trainpool.vertex.clients import job_client
 pytestmark = pytest.mark.timeout(90)
 
 PARENT = "projects/demo/locations/us-central1"
-DONE = {JobState.JOB_STATE_SUCCEEDED, JobState.JOB_STATE_FAILED, JobState.JOB_STATE_CANCELLED}
 REDUCER = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 
 REPLICA = """
@@ -87,13 +87,7 @@ def create(client: Any, pools: list[dict[str, Any]], **spec: Any) -> Any:
 
 
 def wait(client: Any, name: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = client.get_custom_job(name=name)
-        if got.state in DONE:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"{name} still {got.state.name}")
+    return wait_job(client.get_custom_job, name, timeout)
 
 
 def records(root: Path, names: list[str], timeout: float = 20.0) -> dict[str, Any]:

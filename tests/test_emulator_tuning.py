@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.jobs import wait_job
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -20,7 +21,6 @@ from trainpool.vertex.clients import job_client
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 PARENT = "projects/demo/locations/us-central1"
-DONE = {JobState.JOB_STATE_SUCCEEDED, JobState.JOB_STATE_FAILED, JobState.JOB_STATE_CANCELLED}
 
 TRAINER = """
 import argparse, json, os, time
@@ -99,13 +99,7 @@ def sweep(
 
 
 def wait(client: Any, name: str, timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = client.get_hyperparameter_tuning_job(name=name)
-        if got.state in DONE:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"{name} still {got.state.name}")
+    return wait_job(client.get_hyperparameter_tuning_job, name, timeout, poll_s=0.1)
 
 
 def params(trial: Any) -> dict[str, Any]:
