@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from trainpool.cluster_env.gcs import GcsUriError
 from trainpool.runtime.gcs import local_path
 
 
@@ -16,6 +17,16 @@ def test_vertex_mount_and_local_store() -> None:
     assert local_path("relative/x", {}) == "relative/x"
 
 
-def test_uri_without_bucket_is_refused() -> None:
-    with pytest.raises(ValueError, match="uri: 'gs:///x' names no bucket; accepted: gs://BUCKET"):
-        local_path("gs:///x", {})
+@pytest.mark.parametrize(
+    ("uri", "problem"),
+    [
+        ("gs:///x", "a bucket name has 3 to 63 characters"),
+        ("gs://b//etc/passwd", "a bucket name has 3 to 63 characters"),
+        ("gs://bkt//etc/passwd", "an object name mapped to a path has no empty, '.' or '..'"),
+        ("gs://../../x", "a bucket name has 3 to 63 characters"),
+        ("gs://bkt/../../x", "an object name mapped to a path has no empty, '.' or '..'"),
+    ],
+)
+def test_hostile_uri_is_refused_with_its_rule(uri: str, problem: str) -> None:
+    with pytest.raises(GcsUriError, match=f"uri: '{uri}': {problem}"):
+        local_path(uri, {"TRAINPOOL_GCS_ROOT": "/store/gcs"})

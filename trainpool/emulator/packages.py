@@ -12,15 +12,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from trainpool.cluster_env import gcs
+
 
 class PackageError(Exception):
     """A package URI that cannot be found or installed; the message names it."""
 
 
 def local_path(uri: str, root: Path) -> Path:
-    """Where ``uri`` lives on this machine."""
+    """Where ``uri`` lives on this machine (``gs://`` under ``<root>/gcs``, checked)."""
     if uri.startswith("gs://"):
-        return root / "gcs" / uri[len("gs://") :]
+        try:
+            return Path(gcs.to_path(uri, root / "gcs", "pythonPackageSpec.packageUris"))
+        except gcs.GcsUriError as err:
+            raise PackageError(str(err)) from err
     return Path(uri).expanduser().resolve()
 
 

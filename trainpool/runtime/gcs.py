@@ -1,25 +1,23 @@
-"""``gs://BUCKET/PATH`` as a file path: Vertex's FUSE mount, or the local store."""
+"""``gs://BUCKET/PATH`` as a file path inside a replica: Vertex's FUSE mount, or the local store."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 
-VERTEX_MOUNT = "/gcs"
-"""Where Vertex mounts every bucket in a replica (Cloud Storage FUSE)."""
+from trainpool.cluster_env.gcs import VERTEX_MOUNT, to_path
+
+LOCAL_ROOT_ENV = "TRAINPOOL_GCS_ROOT"
+"""Set by the emulator to its store's ``<root>/gcs``; unset on Vertex."""
 
 
 def local_path(uri: str, environ: Mapping[str, str] | None = None) -> str:
     """``gs://b/p`` → ``$TRAINPOOL_GCS_ROOT/b/p`` when set (local runs), else ``/gcs/b/p``.
 
-    Anything that is not a ``gs://`` URI is returned unchanged.
+    Anything that is not a ``gs://`` URI is returned unchanged; a ``gs://`` URI that
+    Cloud Storage would refuse, or that could leave the root, raises ``GcsUriError``.
     """
     if not uri.startswith("gs://"):
         return uri
-    bucket, _, rest = uri[len("gs://") :].partition("/")
-    if not bucket:
-        raise ValueError(f"uri: {uri!r} names no bucket; accepted: gs://BUCKET/PATH")
     env = os.environ if environ is None else environ
-    root = env.get("TRAINPOOL_GCS_ROOT") or VERTEX_MOUNT
-    path = os.path.join(root, bucket, rest)
-    return path + "/" if uri.endswith("/") and not path.endswith("/") else path
+    return to_path(uri, env.get(LOCAL_ROOT_ENV) or VERTEX_MOUNT)
