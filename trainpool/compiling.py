@@ -13,12 +13,21 @@ import ast
 import filecmp
 import importlib
 import os
+import pkgutil
 import re
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+CONFIG_TABLE = ("tool", "trainpool", "compile")
 
 
 @dataclass(frozen=True)
@@ -28,42 +37,62 @@ class Target:
     output: str  # path relative to the project root
 
 
-TARGETS: tuple[Target, ...] = (
-    Target("components.plan_cluster", "plan_cluster", "component_specs/plan_cluster.yaml"),
-    Target(
-        "components.size_reduction_server",
-        "size_reduction_server",
-        "component_specs/size_reduction_server.yaml",
-    ),
-    Target("components.build_image", "build_image", "component_specs/build_image.yaml"),
-    Target(
-        "components.launch_custom_job",
-        "launch_custom_job",
-        "component_specs/launch_custom_job.yaml",
-    ),
-    Target(
-        "components.hyperparameter_sweep",
-        "hyperparameter_sweep",
-        "component_specs/hyperparameter_sweep.yaml",
-    ),
-    Target(
-        "pipelines.distributed_training",
-        "distributed_training",
-        "pipelines/distributed_training.yaml",
-    ),
-)
+def _config(pyproject: Path) -> dict[str, str] | None:
+    """``[tool.trainpool.compile]`` of ``pyproject``: {package: output folder}, or None."""
+    if not pyproject.is_file():
+        return None
+    table: Any = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    for key in CONFIG_TABLE:
+        if not isinstance(table, dict) or key not in table:
+            return None
+        table = table[key]
+    if not isinstance(table, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+    ):
+        raise ValueError(
+            f"{pyproject}: [tool.trainpool.compile] must map each package to a folder, "
+            'e.g. components = "component_specs"'
+        )
+    return dict(table)
 
 
 def project_root(start: Path | None = None) -> Path:
-    """The trainpool source tree: the nearest folder holding ``component_specs/``."""
+    """The nearest folder at or above ``start`` with ``[tool.trainpool.compile]`` in pyproject."""
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / "component_specs").is_dir() and (folder / "components").is_dir():
+        if _config(folder / "pyproject.toml") is not None:
             return folder
     raise FileNotFoundError(
-        f"no trainpool source tree at or above {here}: expected folders "
-        "'components/' and 'component_specs/' (run from a trainpool checkout)"
+        f"no project at or above {here} says what to compile: expected a pyproject.toml with "
+        '[tool.trainpool.compile], e.g. components = "component_specs" (package = output folder)'
     )
+
+
+def targets(root: Path) -> list[Target]:
+    """Every component and pipeline defined in the configured packages of ``root``.
+
+    A target is a module-level KFP component or pipeline whose function is defined in
+    that module (one imported from elsewhere is compiled where it is defined); it is
+    written to ``<folder>/<function name>.yaml``. Imports the packages: call it in the
+    compile child, where ``root`` is on ``sys.path``.
+    """
+    from kfp.dsl.base_component import BaseComponent
+
+    config = _config(root / "pyproject.toml") or {}
+    found = []
+    for package, folder in sorted(config.items()):
+        for info in sorted(pkgutil.iter_modules([str(root / package)]), key=lambda i: i.name):
+            module = importlib.import_module(f"{package}.{info.name}")
+            for attr, value in sorted(vars(module).items()):
+                func = getattr(value, "python_func", None) or getattr(value, "pipeline_func", None)
+                if isinstance(value, BaseComponent) and func.__module__ == module.__name__:
+                    found.append(Target(module.__name__, attr, f"{folder}/{attr}.yaml"))
+    return found
+
+
+def output_folders(root: Path) -> list[str]:
+    """The folders compiled YAML is written to, relative to ``root``."""
+    return sorted(set((_config(root / "pyproject.toml") or {}).values()))
 
 
 _HEADER_DEFAULT = re.compile(r"^(#.*\[Default: )(.*)(\])$")
@@ -96,16 +125,17 @@ def canonical_header(text: str) -> str:
 
 
 def _compile_here(root: Path, out_dir: Path) -> None:
-    """Compile in this process (called in the child with a fixed hash seed)."""
+    """Compile in this process (called in the child with a fixed hash seed); print each output."""
     from kfp import compiler
 
     sys.path.insert(0, str(root))
-    for target in TARGETS:
+    for target in targets(root):
         func = getattr(importlib.import_module(target.module), target.attr)
         dest = out_dir / target.output
         dest.parent.mkdir(parents=True, exist_ok=True)
         compiler.Compiler().compile(func, str(dest))
         dest.write_text(canonical_header(dest.read_text(encoding="utf-8")), encoding="utf-8")
+        print(target.output)
 
 
 def compile_to(root: Path, out_dir: Path) -> list[Path]:
@@ -113,10 +143,15 @@ def compile_to(root: Path, out_dir: Path) -> list[Path]:
     env = dict(os.environ, PYTHONHASHSEED="0")
     code = "import sys; from pathlib import Path; from trainpool.compiling import _compile_here;"
     code += " _compile_here(Path(sys.argv[1]), Path(sys.argv[2]))"
-    subprocess.run(
-        [sys.executable, "-c", code, str(root), str(out_dir)], env=env, check=True, cwd=root
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(root), str(out_dir)],
+        env=env,
+        check=True,
+        cwd=root,
+        capture_output=True,
+        text=True,
     )
-    return [out_dir / t.output for t in TARGETS]
+    return [out_dir / line for line in done.stdout.splitlines() if line.endswith(".yaml")]
 
 
 def compile_all(root: Path) -> list[Path]:
@@ -125,13 +160,17 @@ def compile_all(root: Path) -> list[Path]:
 
 
 def stale_files(root: Path) -> list[str]:
-    """Checked-in compiled files that differ from a fresh compile (or are missing)."""
+    """Checked-in compiled files that differ from a fresh compile, are missing, or are left over."""
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = compile_to(root, Path(tmp))
+        fresh = {str(p.relative_to(tmp)): p for p in compile_to(root, Path(tmp))}
         stale = []
-        for path in fresh:
-            rel = path.relative_to(tmp)
+        for rel, path in sorted(fresh.items()):
             checked_in = root / rel
             if not checked_in.exists() or not filecmp.cmp(path, checked_in, shallow=False):
-                stale.append(str(rel))
+                stale.append(rel)
+        for folder in output_folders(root):
+            for leftover in sorted((root / folder).glob("*.yaml")):
+                rel = str(leftover.relative_to(root))
+                if rel not in fresh:
+                    stale.append(f"{rel} (no component or pipeline compiles to it)")
         return stale

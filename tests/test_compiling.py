@@ -1,0 +1,63 @@
+"""compiling: the targets come from [tool.trainpool.compile], not from trainpool's own layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainpool import compiling
+
+COMPONENT = """
+from kfp import dsl
+
+
+@dsl.component(base_image="python:3.11")
+def double(x: int) -> int:
+    return 2 * x
+"""
+
+PIPELINE = """
+from kfp import dsl
+
+from steps.double import double
+
+
+@dsl.pipeline(name="twice")
+def twice(x: int = 1) -> int:
+    return double(x=double(x=x).output).output
+"""
+
+
+def _project(root: Path) -> Path:
+    (root / "steps").mkdir(parents=True)
+    (root / "steps" / "double.py").write_text(COMPONENT)
+    (root / "flows").mkdir()
+    (root / "flows" / "twice.py").write_text(PIPELINE)
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "other"\n\n[tool.trainpool.compile]\nsteps = "specs"\nflows = "flows"\n'
+    )
+    return root
+
+
+def test_a_project_of_another_layout_compiles_what_it_defines(tmp_path: Path) -> None:
+    root = _project(tmp_path / "repo")
+    assert compiling.project_root(root / "steps") == root.resolve()
+    written = compiling.compile_all(root)
+    assert sorted(str(p.relative_to(root)) for p in written) == [
+        "flows/twice.yaml",
+        "specs/double.yaml",
+    ]  # the pipeline module's imported `double` is compiled once, where it is defined
+    assert compiling.stale_files(root) == []
+    (root / "specs" / "double.yaml").write_text("changed\n")
+    (root / "specs" / "removed.yaml").write_text("old\n")
+    assert compiling.stale_files(root) == [
+        "specs/double.yaml",
+        "specs/removed.yaml (no component or pipeline compiles to it)",
+    ]
+
+
+def test_a_folder_without_the_table_is_no_project(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    with pytest.raises(FileNotFoundError, match=r"\[tool.trainpool.compile\]"):
+        compiling.project_root(tmp_path)
