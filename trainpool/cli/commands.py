@@ -1,4 +1,4 @@
-"""The ``trainpool`` command.
+"""The ``trainpool`` command's Typer app.
 
 Each sub-module adds its commands to the one Typer app through ``register(app)``.
 Sub-modules import heavy libraries inside their commands, so ``trainpool --help``
@@ -32,7 +32,3 @@ _MODULES = (
 
 for _name in _MODULES:
     importlib.import_module(f"trainpool.cli.{_name}").register(app)
-
-
-def main() -> None:
-    app()
