@@ -14,14 +14,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from trainpool.cli.build import run_build
+from trainpool.images.service import build_image
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "pytorch_ddp"
 
 
 def timed(root: Path) -> tuple[float, bool]:
     start = time.perf_counter()
-    result = run_build(str(EXAMPLE), backend="local", root=root, log=lambda _: None)
+    result = build_image(str(EXAMPLE), backend="local", root=root, log=lambda _: None).to_dict()
     return time.perf_counter() - start, bool(result["cached"])
 
 

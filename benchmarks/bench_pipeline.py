@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from trainpool import emulator
+from trainpool import config, emulator
 from trainpool.localrun import load_pipeline_spec, parse_params, pipeline_inputs
 from trainpool.localrun.params import pipeline_defaults
 from trainpool.localrun.runner import DEFAULT_LOCATION, patched_environ, run_local
@@ -67,7 +67,7 @@ def main() -> int:
     location = str(settings.get("location") or DEFAULT_LOCATION)
     root = args.root or Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     since = datetime.now().astimezone()
-    with emulator.start(root) as running, patched_environ({clients.EMULATOR_ENV: running.address}):
+    with emulator.start(root) as running, patched_environ({config.EMULATOR_ENV: running.address}):
         started = time.perf_counter()
         result = run_local(args.pipeline, values, root)
         wall = time.perf_counter() - started

@@ -1,4 +1,4 @@
-"""KFP component: build a trainer folder's training image (thin wiring over trainpool.build)."""
+"""KFP component: build a trainer folder's training image (thin wiring over trainpool.images)."""
 
 from typing import NamedTuple
 
@@ -29,12 +29,12 @@ def build_image(
     """
     if not source_dir:
         return image_uri, True
-    from trainpool.cli.build import run_build
+    from trainpool.images.service import build_image as build
     from trainpool.runtime.gcs import local_path
 
     if source_dir.startswith("gs://"):
         source_dir = local_path(source_dir)
-    result = run_build(
+    result = build(
         source_dir,
         image_uri=image_uri,
         framework=framework,
@@ -44,4 +44,4 @@ def build_image(
         location=location,
         log=print,
     )
-    return str(result["imageUri"]), bool(result["cached"])
+    return result.image_uri, result.cached

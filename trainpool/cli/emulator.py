@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from pathlib import Path
@@ -11,11 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from trainpool.cli._common import fail
-
-
-def default_root() -> Path:
-    """``$TRAINPOOL_HOME``, else ``./.trainpool``."""
-    return Path(os.environ.get("TRAINPOOL_HOME", ".trainpool"))
+from trainpool.config import default_root
 
 
 def emulator_command(

@@ -26,7 +26,6 @@ Project = Annotated[
 ]
 Location = Annotated[str, typer.Option(help="Region.")]
 Job = Annotated[str, typer.Argument(help="Resource name, or the id of a job in --project.")]
-FINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED"}
 KINDS = {"customJobs": "custom_job", "hyperparameterTuningJobs": "hyperparameter_tuning_job"}
 
 
@@ -127,9 +126,9 @@ def logs_command(
     ] = None,
 ) -> None:
     """Print every replica's log (emulator); on Vertex, say where the logs are."""
-    from trainpool.cli.emulator import default_root
+    from trainpool.config import EMULATOR_ENV, default_root
     from trainpool.emulator import logs
-    from trainpool.vertex.clients import EMULATOR_ENV
+    from trainpool.spec.states import job_is_final
 
     client = _client(location)
     kind, found = _fetch(client, job, project, location)
@@ -152,7 +151,7 @@ def logs_command(
     method = getattr(client, f"get_{KINDS[kind]}")
 
     def finished() -> bool:
-        return method(name=found.name).state.name in FINAL
+        return job_is_final(method(name=found.name).state.name)
 
     for line in logs.follow(job_dir, finished):
         typer.echo(line)

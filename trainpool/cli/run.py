@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from trainpool.cli._common import fail
+from trainpool.config import default_root
 
-DEFAULT_ROOT = ".trainpool"
 PARAM_HELP = "NAME=VALUE, typed by the pipeline's inputs (JSON for lists and dicts); repeatable."
 
 
@@ -45,7 +44,7 @@ def run_command(
         fail(str(err))
     except (OSError, ValueError) as err:
         fail(f"PIPELINE: {err}")
-    store = root or Path(os.environ.get("TRAINPOOL_HOME", DEFAULT_ROOT))
+    store = root or default_root()
     result = run_local(pipeline, values, store, console=Console())
     if not result.ok:
         typer.echo(f"pipeline {result.pipeline} FAILED: {result.error}", err=True)

@@ -3,7 +3,7 @@
 Standard library only; imports nothing else of trainpool.
 """
 
-from trainpool.cluster_env.build import build_env
+from trainpool.cluster_env.env import build_env
 from trainpool.cluster_env.hosts import local_hosts, vertex_hosts
 from trainpool.cluster_env.parse import EnvError, ReplicaContext, parse_env
 

@@ -134,6 +134,25 @@ def _job_from_hosts(hosts: dict[int, list[str]]) -> dict[str, Any]:
     return {"workerPoolSpecs": pools}
 
 
+def _layout(job: dict[str, Any] | None, hosts: dict[int, list[str]]) -> dict[str, Any]:
+    """The pools as the replicas see them: who exists comes from the host lists (the job's
+    spec may be partial or of another shape, as observed on Vertex), what pool 2 runs (a
+    Reduction Server or parameter servers) from the job's spec."""
+    job = job or {}
+    pools = job.get("workerPoolSpecs", job.get("worker_pool_specs"))
+    if not hosts:
+        return job if isinstance(pools, list) and pools else _job_from_hosts(hosts)
+    layout = _job_from_hosts(hosts)
+    if isinstance(pools, list):
+        for number, pool in enumerate(layout["workerPoolSpecs"]):
+            given = pools[number] if number < len(pools) else None
+            if pool and isinstance(given, dict):
+                for key in ("containerSpec", "container_spec"):
+                    if key in given:
+                        pool[key] = given[key]
+    return layout
+
+
 def parse_env(environ: Mapping[str, str] | None = None) -> ReplicaContext:
     """The typed view of ``environ`` (default ``os.environ``); EnvError on malformed values."""
     env = os.environ if environ is None else environ
@@ -149,8 +168,7 @@ def parse_env(environ: Mapping[str, str] | None = None) -> ReplicaContext:
         trial = _task(tf_config, "TF_CONFIG")[2]
     trial = trial or env.get("CLOUD_ML_TRIAL_ID") or None
     job = _job(cluster_spec) or _job(tf_config)
-    layout = job if job and ("workerPoolSpecs" in job or "worker_pool_specs" in job) else None
-    layout = layout or _job_from_hosts(hosts)
+    layout = _layout(job, hosts)
     ranks = node_ranks(layout)
     rank = _int_var(env, "RANK")
     world = _int_var(env, "WORLD_SIZE")

@@ -26,9 +26,9 @@ from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 from google.longrunning import operations_pb2
 from google.protobuf import any_pb2
 
-from trainpool.build import context, local_store
 from trainpool.emulator.rpc import invalid, not_found, precondition, unary
 from trainpool.emulator.state import EmulatorState
+from trainpool.images import context, local_store
 
 SERVICE = "google.devtools.cloudbuild.v1.CloudBuild"
 HOLD_ENV = "TRAINPOOL_EMULATOR_BUILD_HOLD_S"

@@ -8,6 +8,7 @@ from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import study as study_types
 
 from trainpool.spec import normalize_spec
+from trainpool.spec.timing import duration_seconds
 
 
 def job_spec_rest(job_spec: cj.CustomJobSpec) -> dict[str, Any]:
@@ -29,4 +30,4 @@ def duration_s(text: str) -> float | None:
     """Seconds of a REST duration such as ``"3600s"``; None for "" (no limit)."""
     if not text:
         return None
-    return float(text.rstrip("s"))
+    return duration_seconds(text)

@@ -17,20 +17,13 @@ from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hptj
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 from trainpool.emulator.state import EmulatorState
+from trainpool.spec.states import FINAL_JOB_STATES
 
 CUSTOM = "customJobs"
 TUNING = "hyperparameterTuningJobs"
 KINDS: dict[str, Any] = {CUSTOM: cj.CustomJob, TUNING: hptj.HyperparameterTuningJob}
 
-TERMINAL = frozenset(
-    {
-        JobState.JOB_STATE_SUCCEEDED,
-        JobState.JOB_STATE_FAILED,
-        JobState.JOB_STATE_CANCELLED,
-        JobState.JOB_STATE_EXPIRED,
-        JobState.JOB_STATE_PARTIALLY_SUCCEEDED,
-    }
-)
+TERMINAL = frozenset(getattr(JobState, name) for name in FINAL_JOB_STATES)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainpool.build import local_store
 from trainpool.cluster_env import build_env, layout, local_hosts
 from trainpool.emulator import packages
 from trainpool.emulator.processes import Launch
+from trainpool.images import local_store
+from trainpool.runtime.gcs import LOCAL_ROOT_ENV
 
 PYTHONS = ("python", "python3")
 
@@ -86,7 +87,7 @@ def plan_launches(
                 metric_file=str(ctx.job_dir / "hypertune" / f"{name}.metrics"),
             )
         )
-        env["TRAINPOOL_GCS_ROOT"] = str(ctx.root / "gcs")
+        env[LOCAL_ROOT_ENV] = str(ctx.root / "gcs")
         env["PYTHONUNBUFFERED"] = "1"
         launches.append(
             Launch(name, pool, program.argv, env, program.cwd, ctx.job_dir / f"{name}.log")

@@ -26,22 +26,18 @@ from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.protobuf import empty_pb2, json_format
 from google.rpc import code_pb2
 
+from trainpool.config import EMULATOR_ENV, HOME_ENV
 from trainpool.emulator import processes, validation
 from trainpool.emulator.list_filter import page_after, paginate
 from trainpool.emulator.rpc import RpcError, invalid, not_found, precondition, unary
 from trainpool.emulator.state import EmulatorState
+from trainpool.spec.states import FINAL_PIPELINE_STATES
 
 SERVICE = "google.cloud.aiplatform.v1.PipelineService"
 KIND = "pipelineJobs"
-EMULATOR_ENV = "VERTEX_AI_EMULATOR_HOST"
+
 JOB_ID = re.compile(r"^[a-z0-9][-a-z0-9]{0,127}$")
-TERMINAL = frozenset(
-    {
-        PipelineState.PIPELINE_STATE_SUCCEEDED,
-        PipelineState.PIPELINE_STATE_FAILED,
-        PipelineState.PIPELINE_STATE_CANCELLED,
-    }
-)
+TERMINAL = frozenset(getattr(PipelineState, name) for name in FINAL_PIPELINE_STATES)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS pipeline_jobs (
   name TEXT PRIMARY KEY,
@@ -156,9 +152,7 @@ class PipelineService:
         argv = [sys.executable, "-c", _RUN_CLI, "run", str(folder / "pipeline.json"), "--local"]
         argv += ["--root", str(self.state.root)]
         argv += param_args(values)
-        env = dict(
-            os.environ, **{EMULATOR_ENV: self.state.address, "TRAINPOOL_HOME": str(self.state.root)}
-        )
+        env = dict(os.environ, **{EMULATOR_ENV: self.state.address, HOME_ENV: str(self.state.root)})
         launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
         try:
             run = processes.start(launch)

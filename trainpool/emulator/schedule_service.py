@@ -7,10 +7,8 @@ it does not fire them (run the pipeline with ``trainpool run --local``).
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import grpc
 from google.cloud.aiplatform_v1.types import schedule as sc
@@ -22,11 +20,10 @@ from trainpool.emulator import validation
 from trainpool.emulator.list_filter import page_after, paginate
 from trainpool.emulator.rpc import invalid, not_found, unary
 from trainpool.emulator.state import EmulatorState
+from trainpool.spec.timing import split_cron
 
 SERVICE = "google.cloud.aiplatform.v1.ScheduleService"
 KIND = "schedules"
-_TZ = re.compile(r"^(?:CRON_TZ|TZ)=(\S+)\s+(.*)$")
-_FIELD = re.compile(r"^[\d*/,\-A-Za-z?]+$")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
   name TEXT PRIMARY KEY,
@@ -38,23 +35,11 @@ CREATE TABLE IF NOT EXISTS schedules (
 
 
 def check_cron(cron: str) -> None:
-    """A five-field cron, optionally prefixed ``TZ=Area/City`` or ``CRON_TZ=...``."""
-    body = cron.strip()
-    if match := _TZ.match(body):
-        try:
-            ZoneInfo(match.group(1))
-        except (ZoneInfoNotFoundError, ValueError) as err:
-            raise invalid(
-                f"schedule.cron: time zone {match.group(1)!r} is unknown; "
-                "accepted: an IANA time zone such as America/New_York or UTC"
-            ) from err
-        body = match.group(2)
-    fields = body.split()
-    if len(fields) != 5 or not all(_FIELD.match(f) for f in fields):
-        raise invalid(
-            f"schedule.cron: {cron!r} is not a cron expression; accepted: five fields "
-            "'MIN HOUR DAY MONTH WEEKDAY' such as '0 3 * * *', optionally after TZ=ZONE"
-        )
+    """INVALID_ARGUMENT unless ``cron`` is a Vertex schedule cron (``trainpool.spec.timing``)."""
+    try:
+        split_cron(cron)
+    except ValueError as err:
+        raise invalid(f"schedule.cron: {err}; optionally after TZ=ZONE") from err
 
 
 class ScheduleService:

@@ -4,7 +4,7 @@ The tag is ``ctx-`` plus the first 20 hex digits of the context digest, so an
 unchanged folder maps to the same tag and its build is skipped. A backend is
 anything with ``name``, ``find(image, digest)`` (the URI with digest of an
 existing image, or None) and ``build(context, image)`` (URI with digest, notes):
-:class:`LocalBackend` here, ``trainpool.vertex.cloud_build.CloudBuildBackend``
+:class:`LocalBackend` here, ``trainpool.images.cloud_build.CloudBuildBackend``
 for Cloud Build.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from trainpool.build import context, dockerfile, image_ref, vendor
-from trainpool.build.context import BuildContext
+from trainpool.images import context, dockerfile, image_ref, vendor
+from trainpool.images.context import BuildContext
 
 TAG_PREFIX = "ctx-"
 

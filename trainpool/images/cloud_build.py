@@ -17,14 +17,12 @@ from __future__ import annotations
 import io
 import json
 import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO, Protocol
 
-from trainpool.vertex import signals
-from trainpool.vertex.clients import emulator_host
+from trainpool import signals
+from trainpool.config import emulator_host
 
 DOCKER_STEP = "gcr.io/cloud-builders/docker"
 CONTEXTS = "trainpool/contexts"
@@ -33,7 +31,7 @@ DEFAULT_TIMEOUT_S = 3600
 
 
 class Context(Protocol):
-    """What a build needs of a build context (``trainpool.build.context.BuildContext``)."""
+    """What a build needs of a build context (``trainpool.images.context.BuildContext``)."""
 
     @property
     def build_args(self) -> Mapping[str, str]: ...
@@ -78,34 +76,6 @@ def build_request(image: str, bucket: str, obj: str, build_args: Mapping[str, st
         tags=["trainpool", image.rsplit(":", 1)[1]],
         timeout={"seconds": DEFAULT_TIMEOUT_S},
     )
-
-
-@contextmanager
-def cancel_on_sigterm(cancel: Callable[[], None]) -> Iterator[None]:
-    """While inside, SIGTERM calls ``cancel`` and then raises ``BuildFailed``."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        cancel()
-        raise BuildFailed("build cancelled: SIGTERM received")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def signals_held() -> Iterator[list[int]]:
-    """SIGTERM and SIGINT recorded, not acted on, inside (the main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield []
-        return
-    with signals.deferred() as seen:
-        yield seen
 
 
 class CloudBuildBackend:
@@ -179,15 +149,20 @@ class CloudBuildBackend:
         obj = self.upload(context)
         self.log(f"uploaded the build context to gs://{self.bucket_name}/{obj}")
         request = build_request(image, self.bucket_name, obj, context.build_args)
-        with signals_held() as seen:  # a signal during create must still cancel what it made
+        with signals.deferred() as seen:  # a signal during create must still cancel what it made
             operation = self.client.create_build(project_id=self.project, build=request)
         started = operation.metadata.build
         self.log(f"Cloud Build {started.id}: logs at {started.log_url}")
         if seen:
             self.cancel(started.id)
             raise BuildFailed(f"build cancelled: {signal.Signals(seen[0]).name} received")
-        with cancel_on_sigterm(lambda: self.cancel(started.id)):
-            final = self.wait(started.id)
+        try:
+            with signals.raise_on_signal():
+                final = self.wait(started.id)
+        except signals.Interrupted as sig:
+            with signals.deferred():  # a second signal must not stop the cancel half-way
+                self.cancel(started.id)
+            raise BuildFailed(f"build cancelled: {sig} received") from None
         if final.status != types.Build.Status.SUCCESS:
             raise BuildFailed(
                 f"build {final.id} ended {final.status.name}: "

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from trainpool.build import ignore
+from trainpool.images import ignore
 
 _CHUNK = 1 << 20
 ALWAYS_SENT = frozenset({"Dockerfile", ".dockerignore"})

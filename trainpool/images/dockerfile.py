@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainpool.build.vendor import NCCL_CHECK
+from trainpool.images.vendor import NCCL_CHECK
 
 DOCKERFILE = "Dockerfile"
 WORKDIR = "/app"

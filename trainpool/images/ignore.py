@@ -27,7 +27,7 @@ class Pattern:
 
 def default_text() -> str:
     """trainpool's default ``.dockerignore`` (VCS, virtualenvs, caches, secrets)."""
-    return (resources.files("trainpool.build") / "templates" / "dockerignore").read_text()
+    return (resources.files("trainpool.images") / "templates" / "dockerignore").read_text()
 
 
 def _translate(pattern: str) -> str:

@@ -7,8 +7,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from trainpool.build import local_store
-from trainpool.build.context import BuildContext
+from trainpool.images import local_store
+from trainpool.images.context import BuildContext
 
 STORE_NOTE = (
     "local image store: only `pip install -r` of the image's requirements ran, in a "

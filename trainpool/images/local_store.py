@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from trainpool.build import image_config, image_ref
-from trainpool.build.context import BuildContext
+from trainpool.images import image_config, image_ref
+from trainpool.images.context import BuildContext
 
 _PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
 _REQUIREMENTS_FLAG = re.compile(r"(?:^|\s)(?:-r|--requirement)(?:\s+|=)(\S+)")

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import trainpool
-from trainpool.build.context import Entry, generated
+from trainpool.images.context import Entry, generated
 
 NCCL_CHECK = "_trainpool_build/check_nccl.py"
 _RUNTIME_PACKAGES = ("cluster_env", "runtime")

@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
+from trainpool import config
 from trainpool.localrun.jobwatch import JobView, JobWatch
 from trainpool.localrun.params import (
     coerce_values,
@@ -30,7 +31,6 @@ from trainpool.localrun.params import (
 )
 from trainpool.localrun.progress import Frame
 from trainpool.localrun.tasklog import TaskLog, TaskState
-from trainpool.vertex import clients
 
 PIPELINE_ROOT = "pipeline-root"
 TRANSCRIPTS = "localrun"
@@ -73,13 +73,13 @@ def patched_environ(updates: Mapping[str, str]) -> Iterator[None]:
 @contextlib.contextmanager
 def emulator_for(root: Path) -> Iterator[str]:
     """The emulator's address: the one already set, else one started on ``root`` for the run."""
-    host = clients.emulator_host()
+    host = config.emulator_host()
     if host is not None:
         yield host
         return
     from trainpool import emulator
 
-    with emulator.start(root) as running, patched_environ({clients.EMULATOR_ENV: running.address}):
+    with emulator.start(root) as running, patched_environ({config.EMULATOR_ENV: running.address}):
         yield running.address
 
 
@@ -133,7 +133,7 @@ def run_local(
     error = ""
     with contextlib.ExitStack() as stack:
         stack.enter_context(emulator_for(root))
-        stack.enter_context(patched_environ({"TRAINPOOL_HOME": str(root)}))
+        stack.enter_context(patched_environ({config.HOME_ENV: str(root)}))
         log = TaskLog(stack.enter_context(open(transcript, "w", encoding="utf-8")))
         if console is not None:
             frame = Frame(name, log.snapshot, watch.snapshot if watch else list)

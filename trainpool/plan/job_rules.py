@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from trainpool.plan.findings import Findings, show
 from trainpool.plan.naming import Namer
 from trainpool.spec.schema import CUSTOM_JOB_SPEC, unknown_keys
+from trainpool.spec.timing import duration_seconds
 
 STRATEGIES = ("STANDARD", "SPOT", "FLEX_START")
-_DURATION = re.compile(r"^\d+(\.\d{1,9})?s$")
+
+
+def _positive_duration(value: object) -> bool:
+    try:
+        return isinstance(value, str) and duration_seconds(value) > 0
+    except ValueError:
+        return False
 
 
 def check_job(spec: dict[str, Any], names: Namer, found: Findings) -> None:
@@ -18,9 +24,7 @@ def check_job(spec: dict[str, Any], names: Namer, found: Findings) -> None:
     scheduling = spec.get("scheduling") or {}
     for key in ("timeout", "maxWaitDuration"):
         value = scheduling.get(key)
-        if value is not None and (
-            not isinstance(value, str) or not _DURATION.match(value) or float(value[:-1]) <= 0
-        ):
+        if value is not None and not _positive_duration(value):
             found.error(
                 names.job(f"scheduling.{key}"),
                 f"{show(value)} is not accepted; accepted: a duration in seconds such "

@@ -8,24 +8,9 @@ loopback channel with anonymous credentials. Otherwise it talks to
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-EMULATOR_ENV = "VERTEX_AI_EMULATOR_HOST"
-_LOOPBACK = ("127.", "localhost", "[::1]")
-
-
-def emulator_host() -> str | None:
-    """The emulator's ``host:port`` when ``VERTEX_AI_EMULATOR_HOST`` is set, else None."""
-    host = os.environ.get(EMULATOR_ENV, "").strip()
-    if not host:
-        return None
-    if not host.startswith(_LOOPBACK):
-        raise ValueError(
-            f"{EMULATOR_ENV}={host!r}: the emulator listens on loopback only; "
-            "accepted: 127.0.0.1:PORT, localhost:PORT or [::1]:PORT"
-        )
-    return host
+from trainpool.config import EMULATOR_ENV, emulator_host
 
 
 def api_endpoint(location: str) -> str:

@@ -19,19 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainpool.vertex import clients, resources, retry, signals
+from trainpool import config, signals
+from trainpool.spec.states import job_is_final
+from trainpool.vertex import clients, resources, retry
 from trainpool.vertex.labels import TASK_LABEL
 
-FINAL_STATES = frozenset(
-    {
-        "JOB_STATE_SUCCEEDED",
-        "JOB_STATE_FAILED",
-        "JOB_STATE_CANCELLED",
-        "JOB_STATE_EXPIRED",
-        "JOB_STATE_PAUSED",
-        "JOB_STATE_PARTIALLY_SUCCEEDED",
-    }
-)
 CALL_TIMEOUT_S = 60.0
 
 
@@ -67,7 +59,7 @@ class Poll:
     @classmethod
     def default(cls) -> Poll:
         """Every 30 s at most against Vertex; every 2 s against the loopback emulator."""
-        return cls(maximum=2.0) if clients.emulator_host() else cls()
+        return cls(maximum=2.0) if config.emulator_host() else cls()
 
 
 def from_rest(kind: Kind, job: dict[str, Any]) -> Any:
@@ -176,7 +168,7 @@ class JobRunner:
             if state != last:
                 self.log(f"{name}: {state} (after {time.monotonic() - start:.0f}s)")
                 last = state
-            if state in FINAL_STATES:
+            if job_is_final(state):
                 return job
             time.sleep(delay)
             delay = min(self.poll.maximum, delay * self.poll.multiplier)

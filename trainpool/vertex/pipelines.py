@@ -18,14 +18,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from trainpool.spec.timing import check_zone, split_cron
 from trainpool.vertex import clients
 
 MAX_CONCURRENT_RUNS = 1
 _SA = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _ID = re.compile(r"^[a-z0-9][-a-z0-9.:]*[a-z0-9]$")
-_CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?]+$")
 
 
 class SubmitError(ValueError):
@@ -77,27 +76,24 @@ def cron_with_timezone(cron: str, timezone: str = "") -> str:
     Raises :class:`SubmitError` naming the bad field.
     """
     problems = []
-    fields = cron.split()
-    if fields and re.match(r"^(CRON_)?TZ=", fields[0]):
+    body = cron
+    if re.match(r"^\s*(CRON_)?TZ=", cron):
         problems.append(
             f"--schedule: {cron!r} carries its own time zone; accepted: the five cron fields, "
             "with the zone in --timezone"
         )
-    elif len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
-        problems.append(
-            f"--schedule: {cron!r}; accepted: five cron fields 'MIN HOUR DAY MONTH WEEKDAY' "
-            "such as '0 3 * * *'"
-        )
+    else:
+        try:
+            body = split_cron(cron)[1]
+        except ValueError as err:
+            problems.append(f"--schedule: {err}")
     if timezone:
         try:
-            ZoneInfo(timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            problems.append(
-                f"--timezone: {timezone!r}; accepted: an IANA time zone such as America/New_York"
-            )
+            check_zone(timezone)
+        except ValueError as err:
+            problems.append(f"--timezone: {err}")
     if problems:
         raise SubmitError(problems)
-    body = " ".join(fields)
     return f"TZ={timezone} {body}" if timezone else body
 
 

@@ -1,0 +1,86 @@
+"""Build this trainer folder into this repository: the one entry point, and the backend choice.
+
+The ``build_image`` component and ``trainpool build-image`` both call
+:func:`build_image`; nothing else decides between Cloud Build, a Docker engine and
+the local image store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from trainpool.config import default_root, emulator_host
+from trainpool.images import builder
+from trainpool.images.builder import BuildResult
+from trainpool.images.local_backend import local_backend
+
+BACKENDS = ("auto", "local", "cloud")
+
+
+def default_repository(source_dir: Path, local: bool, project: str, location: str) -> str:
+    """``local/<folder>`` locally, else ``LOCATION-docker.pkg.dev/PROJECT/trainpool/<folder>``."""
+    name = re.sub(r"[^a-z0-9]+", "-", source_dir.resolve().name.lower()).strip("-") or "trainer"
+    if local:
+        return f"local/{name}"
+    return f"{location}-docker.pkg.dev/{project}/trainpool/{name}"
+
+
+def uses_cloud_build(backend: str, project: str) -> bool:
+    """Whether ``backend`` means Cloud Build for ``project``; raises ValueError on bad input.
+
+    ``auto`` is Cloud Build when a project is given (with the Vertex emulator set, only
+    when a storage emulator is set too, since contexts go through Cloud Storage), else local.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend: {backend!r}; accepted: {', '.join(BACKENDS)}")
+    storage_reachable = not emulator_host() or bool(os.environ.get("STORAGE_EMULATOR_HOST"))
+    use_cloud = backend == "cloud" or (backend == "auto" and bool(project) and storage_reachable)
+    if use_cloud and not project:
+        raise ValueError("project: '' is empty; accepted: a project id (needed by backend 'cloud')")
+    return use_cloud
+
+
+def build_image(
+    source_dir: str | Path,
+    *,
+    image_uri: str = "",
+    framework: str = "pytorch",
+    reduction_server: bool = False,
+    backend: str = "auto",
+    project: str = "",
+    location: str = "us-central1",
+    base_image: str = "",
+    bucket: str = "",
+    build_args: Mapping[str, str] | None = None,
+    root: Path | None = None,
+    log: Callable[[str], None] | None = None,
+) -> BuildResult:
+    """Build ``source_dir`` into ``image_uri`` (a repository; the tag is the context digest).
+
+    Skips the build when an image of this exact context exists. Bad input raises
+    ValueError naming the field; a failed build raises RuntimeError.
+    """
+    use_cloud = uses_cloud_build(backend, project)
+    src = Path(source_dir)
+    request = builder.BuildRequest(
+        source_dir=src,
+        repository=builder.repository(
+            image_uri or default_repository(src, not use_cloud, project, location)
+        ),
+        framework=framework,
+        base_image=base_image,
+        reduction_server=reduction_server,
+        build_args=dict(build_args or {}),
+    )
+    say = log or (lambda line: print(line, file=sys.stderr))
+    if use_cloud:
+        from trainpool.images.cloud_build import CloudBuildBackend
+
+        chosen: builder.Backend = CloudBuildBackend(project, bucket=bucket, log=say)
+    else:
+        chosen = local_backend(root or default_root())
+    return builder.build(request, chosen, log=say)
