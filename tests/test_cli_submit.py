@@ -11,6 +11,7 @@ from google.protobuf import json_format
 from typer.testing import CliRunner
 
 import trainpool.emulator as emulator
+from trainpool import config
 from trainpool.cli import app
 from trainpool.vertex import clients
 
@@ -29,7 +30,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     with emulator.start(tmp_path) as running:
-        monkeypatch.setenv(clients.EMULATOR_ENV, running.address)
+        monkeypatch.setenv(config.EMULATOR_ENV, running.address)
         yield
 
 
@@ -92,9 +93,10 @@ def test_bad_input_names_every_problem_and_creates_nothing(tiny: Path, emu: None
         "--param a=two: a is NUMBER_INTEGER; accepted: a whole number such as 3",
         "--param worker: the pipeline has no such parameter; accepted: "
         "a, b, config, fail, label, pause, ratio, tags, verbose",
-        "--schedule: '0 3 * *'; accepted: five cron fields 'MIN HOUR DAY MONTH WEEKDAY' "
-        "such as '0 3 * * *'",
-        "--timezone: 'Nowhere/Land'; accepted: an IANA time zone such as America/New_York",
+        "--schedule: '0 3 * *' is not a cron expression; accepted: five fields "
+        "'MIN HOUR DAY MONTH WEEKDAY' such as '0 3 * * *'",
+        "--timezone: time zone 'Nowhere/Land' is unknown; accepted: an IANA time zone "
+        "such as America/New_York or UTC",
     ]
     assert list(clients.pipeline_client("us-central1").list_pipeline_jobs(parent=PARENT)) == []
     assert list(clients.schedule_client("us-central1").list_schedules(parent=PARENT)) == []

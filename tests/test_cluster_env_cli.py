@@ -12,7 +12,7 @@ from trainpool.cluster_env import build_env, vertex_hosts
 
 SPEC = {
     "workerPoolSpecs": [{"replicaCount": 1}, {"replicaCount": 2}],
-    "baseOutputDirectory": {"outputUriPrefix": "gs://b/o"},
+    "baseOutputDirectory": {"outputUriPrefix": "gs://bkt/o"},
 }
 
 

@@ -38,12 +38,12 @@ def layouts() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("spec", layouts(), ids=lambda s: json.dumps(s["workerPoolSpecs"]))
 @pytest.mark.parametrize("trial", [None, "4"])
 def test_build_then_parse_round_trips(spec: dict[str, Any], trial: str | None) -> None:
-    spec = spec | {"baseOutputDirectory": {"outputUriPrefix": "gs://b/o"}}
+    spec = spec | {"baseOutputDirectory": {"outputUriPrefix": "gs://bkt/o"}}
     hosts = local_hosts(spec)
     members = replicas(spec)
     reducers = [(2, i) for i in range(2)] if "containerSpec" in str(spec) else []
     world = [m for m in members if m not in reducers]
-    base = f"gs://b/o/{trial}/" if trial else "gs://b/o/"
+    base = f"gs://bkt/o/{trial}/" if trial else "gs://bkt/o/"
     for pool, index in members:
         env = build_env(spec, pool, index, hosts=hosts, trial_id=trial, **SETTINGS)
         ctx = parse_env(env)
@@ -178,3 +178,74 @@ def test_a_vertex_worker_0_is_not_the_chief() -> None:
         "task": {"type": "workerpool1", "index": 0},
     }
     assert not parse_env({"CLUSTER_SPEC": json.dumps(spec)}).is_chief
+
+
+# Samples as Vertex documents or was seen to set them (shared reference: vertex-facts.md A.2,
+# A.3; Vertex "Distributed training" page; the SDK's tests/unit/vertexai/test_remote_specs.py).
+DOC_CLUSTER = {
+    "workerpool0": ["cmle-training-workerpool0-ab-0:2222"],
+    "workerpool1": ["cmle-training-workerpool1-ab-0:2222", "cmle-training-workerpool1-ab-1:2222"],
+    "workerpool2": ["cmle-training-workerpool2-ab-0:2222", "cmle-training-workerpool2-ab-1:2222"],
+    "workerpool3": ["cmle-training-workerpool3-ab-0:2222", "cmle-training-workerpool3-ab-1:2222"],
+}
+SDK_FIXTURE = (
+    '{"cluster":{"workerpool0":["cmle-training-workerpool0-1d969d3ba6-0:2222"],'
+    '"workerpool1":["cmle-training-workerpool1-1d969d3ba6-0:2222"]},'
+    '"environment":"cloud","task":{"type":"workerpool1","index":0}}'
+)
+DOC_TF_CONFIG = {
+    "cluster": {
+        "chief": ["training-workerpool0-[ID]-0:2222"],
+        "ps": ["training-workerpool2-[ID]-0:2222"],
+        "worker": ["training-workerpool1-[ID]-0:2222"],
+    },
+    "environment": "cloud",
+    "task": {"cloud": "[ID]", "index": 0, "trial": "1", "type": "worker"},
+}
+
+
+@pytest.mark.parametrize(
+    ("pool", "index", "expected"),
+    [
+        (0, 0, ("primary", 0, True)),
+        (1, 1, ("worker", 2, False)),
+        (2, 0, ("parameter_server", 3, False)),
+        (3, 1, ("evaluator", 6, False)),
+    ],
+)
+def test_the_documented_cluster_spec(pool: int, index: int, expected: tuple[Any, ...]) -> None:
+    sample = {
+        "cluster": DOC_CLUSTER,
+        "environment": "cloud",
+        "task": {"type": f"workerpool{pool}", "index": index, "trial": "TRIAL_ID"},
+        "job": {"workerPoolSpecs": []},
+    }
+    ctx = parse_env({"CLUSTER_SPEC": json.dumps(sample)})
+    assert (ctx.role, ctx.node_rank, ctx.is_chief) == expected
+    assert (ctx.pool, ctx.index, ctx.trial_id, ctx.world_size) == (pool, index, "TRIAL_ID", 7)
+    assert (ctx.master_addr, ctx.master_port) == ("cmle-training-workerpool0-ab-0", 2222)
+    assert ctx.cluster == {n: DOC_CLUSTER[f"workerpool{n}"] for n in range(4)}
+
+
+def test_the_sdk_fixture_without_a_job_key() -> None:
+    ctx = parse_env({"CLUSTER_SPEC": SDK_FIXTURE})
+    assert (ctx.role, ctx.pool, ctx.index, ctx.node_rank, ctx.world_size) == ("worker", 1, 0, 1, 2)
+    assert (ctx.trial_id, ctx.job, ctx.is_chief) == (None, None, False)
+    assert ctx.master_addr == "cmle-training-workerpool0-1d969d3ba6-0"
+
+
+def test_the_documented_tf_config_alone() -> None:
+    ctx = parse_env({"TF_CONFIG": json.dumps(DOC_TF_CONFIG)})
+    assert (ctx.role, ctx.pool, ctx.index, ctx.trial_id, ctx.is_chief) == (
+        "worker",
+        1,
+        0,
+        "1",
+        False,
+    )
+    assert ctx.master_addr == "training-workerpool0-[ID]-0"
+    assert ctx.cluster == {
+        0: DOC_TF_CONFIG["cluster"]["chief"],
+        1: DOC_TF_CONFIG["cluster"]["worker"],
+        2: DOC_TF_CONFIG["cluster"]["ps"],
+    }

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from kfp import components, local
 
-from trainpool.build import local_store
+from trainpool.images import local_store
 
 SPEC = Path(__file__).resolve().parents[1] / "component_specs" / "build_image.yaml"
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kfp import components, local
+from kfp import components, dsl, local
 
 import trainpool.emulator as emulator
 from trainpool.vertex.clients import job_client
+from trainpool.vertex.labels import TASK_LABEL, task_label_value
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -94,7 +96,7 @@ def test_primary_and_evaluators_reach_the_server_in_place_and_evaluator_sees_its
     job = job_client("us-central1").get_custom_job(name=name)
     pools = [(p.replica_count, p.container_spec.image_uri) for p in job.job_spec.worker_pool_specs]
     assert pools == [(1, "local/roles:1"), (0, ""), (0, ""), (1, "local/roles:1")]
-    assert job.labels["team"] == "ml" and job.labels["trainpool-task"]
+    assert job.labels["team"] == "ml"
     assert job.labels["cost-center"] == "42"
     assert job.encryption_spec.kms_key_name == kms
     assert roles(emu.root, name, "workerpool3-0") == {
@@ -117,6 +119,18 @@ def test_primary_and_parameter_servers_keep_the_empty_worker_pool(
     job = job_client("us-central1").get_custom_job(name=name)
     assert [p.replica_count for p in job.job_spec.worker_pool_specs] == [1, 0, 1]
     assert roles(emu.root, name, "workerpool2-0")["tf_config"] == {"index": 0, "type": "ps"}
+
+
+def test_each_run_labels_its_job_with_its_own_resolved_task_id(setup: tuple[Path, Any]) -> None:
+    trainer, _ = setup
+    names = [launch({"workerPoolSpecs": [pool(trainer)]}).outputs["job_name"] for _ in range(2)]
+    client = job_client("us-central1")
+    labels = [client.get_custom_job(name=name).labels[TASK_LABEL] for name in names]
+    unresolved = task_label_value(dsl.PIPELINE_TASK_ID_PLACEHOLDER)
+    # kfp.local resolves the task id placeholder to a random integer (Vertex: the task's id)
+    assert unresolved not in labels
+    assert all(re.fullmatch(r"\d{1,8}", label) for label in labels), labels
+    assert labels[0] != labels[1]  # else the second run would re-attach to the first one's job
 
 
 def test_a_failed_job_fails_the_task_with_the_jobs_error(setup: tuple[Path, Any]) -> None:

@@ -37,7 +37,7 @@ def trainer_spec() -> dict[str, Any]:
         "replicaCount": 1,
         "pythonPackageSpec": package,
     }
-    return {"workerPoolSpecs": [pool], "baseOutputDirectory": {"outputUriPrefix": "gs://b/sweep"}}
+    return {"workerPoolSpecs": [pool], "baseOutputDirectory": {"outputUriPrefix": "gs://bkt/sweep"}}
 
 
 @pytest.fixture

@@ -131,7 +131,7 @@ def test_parameter_servers_and_evaluators(client: Any, root: Path) -> None:
         pool(root, 2, "--sleep=600"),
         pool(root, 1, "--sleep=1"),
     ]
-    job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://b/run"})
+    job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://bkt/run"})
     done = wait(client, job.name)
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
     names = ["workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool2-0", "workerpool2-1"]
@@ -157,7 +157,7 @@ def test_parameter_servers_and_evaluators(client: Any, root: Path) -> None:
     }
     env = recs["workerpool0-0"]["env"]
     assert env["TRAINPOOL_GCS_ROOT"] == str(root.resolve() / "gcs")
-    assert env["AIP_MODEL_DIR"] == "gs://b/run/model/"
+    assert env["AIP_MODEL_DIR"] == "gs://bkt/run/model/"
     logs = sorted(p.name for p in job_dir(root, job).iterdir())
     assert logs == ["job.log"] + [f"{n}.log" for n in sorted(recs)]
     assert "workerpool2-1 started" in (job_dir(root, job) / "workerpool2-1.log").read_text()
@@ -302,10 +302,10 @@ def test_pytorch_ddp_example_on_three_replicas(client: Any, root: Path) -> None:
         }
         for n in (1, 2)
     ]
-    job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://b/ddp"})
+    job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://bkt/ddp"})
     done = wait(client, job.name, timeout=80)
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
-    assert (root / "gcs/b/ddp/model/model.pt").is_file()
+    assert (root / "gcs/bkt/ddp/model/model.pt").is_file()
     for rank, name in enumerate(["workerpool0-0", "workerpool1-0", "workerpool1-1"]):
         log = (job_dir(root, job) / f"{name}.log").read_text()
         assert f"{name} rank {rank}/3 epoch 1" in log

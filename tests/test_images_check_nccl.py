@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainpool.build import check_nccl
+from trainpool.images import check_nccl
 
 SCRIPT = Path(check_nccl.__file__)
 

@@ -16,11 +16,11 @@ import pytest
 from google.cloud.devtools.cloudbuild_v1 import types
 
 import trainpool.emulator as emulator
-from trainpool.build import local_store
-from trainpool.cli.build import run_build
 from trainpool.emulator.cloud_build_service import HOLD_ENV
 from trainpool.emulator.faults import Faults
-from trainpool.vertex.cloud_build import MARKERS, cloud_build_client
+from trainpool.images import local_store
+from trainpool.images.cloud_build import MARKERS, cloud_build_client
+from trainpool.images.service import build_image
 
 pytestmark = pytest.mark.timeout(120)
 PROJECT = "demo"
@@ -65,7 +65,7 @@ def test_build_pushes_then_skips_the_cached_rebuild(tmp_path: Path, emu: emulato
     kwargs: dict[str, Any] = dict(
         image_uri=REPO, backend="cloud", project=PROJECT, log=lines.append
     )
-    first = run_build(str(tiny(tmp_path / "src")), **kwargs)
+    first = build_image(str(tiny(tmp_path / "src")), **kwargs).to_dict()
     digest = str(first["contextDigest"])
     tag = f"ctx-{digest.removeprefix('sha256:')[:20]}"
     logs_line = next(line for line in lines if " logs at " in line)
@@ -91,7 +91,7 @@ def test_build_pushes_then_skips_the_cached_rebuild(tmp_path: Path, emu: emulato
     assert image is not None and image.argv() == [str(image.python), "train.py"]
 
     lines.clear()
-    second = run_build(str(tmp_path / "src"), **kwargs)
+    second = build_image(str(tmp_path / "src"), **kwargs).to_dict()
     assert second == {**first, "cached": True, "notes": []}
     assert lines == [
         f"{REPO}:{tag}: an image of this exact context exists (cloud-build); build skipped"
@@ -110,7 +110,7 @@ def test_failed_build_reports_status_and_logs(tmp_path: Path, emu: emulator.Emul
         "FROM python:3.11\nCOPY . /app\nRUN pip install -r /app/requirements.txt\n"
     )
     with pytest.raises(RuntimeError, match=r"build \S+ ended FAILURE: .*; logs: file://"):
-        run_build(str(src), image_uri=REPO, backend="cloud", project=PROJECT, log=lambda _: None)
+        build_image(str(src), image_uri=REPO, backend="cloud", project=PROJECT, log=lambda _: None)
 
 
 def sigterm_build_image(
@@ -200,8 +200,8 @@ def test_a_build_cancelled_while_working_pushes_nothing(
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from trainpool.build import builder
-    from trainpool.vertex.cloud_build import CloudBuildBackend, build_request
+    from trainpool.images import builder
+    from trainpool.images.cloud_build import CloudBuildBackend, build_request
 
     asked, release = threading.Event(), threading.Event()
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from trainpool.build import ignore
-from trainpool.build.context import BuildContext, collect
+from trainpool.images import ignore
+from trainpool.images.context import BuildContext, collect
 
 FILES = {
     "trainer/__init__.py": b"",

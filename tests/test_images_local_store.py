@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
-from trainpool.build import builder, local_store
-from trainpool.build.local_backend import StoreBackend
+from trainpool.images import builder, local_store
+from trainpool.images.local_backend import StoreBackend
 
 pytestmark = pytest.mark.timeout(120)
 DONE = {JobState.JOB_STATE_SUCCEEDED, JobState.JOB_STATE_FAILED, JobState.JOB_STATE_CANCELLED}
@@ -168,7 +168,7 @@ def test_pytorch_example_image_runs_as_a_three_replica_job(
         ]
         spec = {
             "worker_pool_specs": pools,
-            "base_output_directory": {"output_uri_prefix": "gs://b/ddp"},
+            "base_output_directory": {"output_uri_prefix": "gs://bkt/ddp"},
         }
         job = client.create_custom_job(
             parent="projects/demo/locations/us-central1",
@@ -179,7 +179,7 @@ def test_pytorch_example_image_runs_as_a_three_replica_job(
             assert time.monotonic() < deadline, f"{job.name} still {got.state.name}"
             time.sleep(0.2)
     assert got.state == JobState.JOB_STATE_SUCCEEDED, got.error
-    assert (root / "gcs/b/ddp/model/model.pt").is_file()
+    assert (root / "gcs/bkt/ddp/model/model.pt").is_file()
     job_dir = root / "jobs" / job.name.rsplit("/", 1)[-1]
     for rank, name in enumerate(["workerpool0-0", "workerpool1-0", "workerpool1-1"]):
         log = (job_dir / f"{name}.log").read_text()

@@ -11,10 +11,10 @@ from fixtures.pipelines import compile_fixture
 from typer.testing import CliRunner
 
 from trainpool.cli import app
+from trainpool.config import EMULATOR_ENV
 from trainpool.localrun import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
 from trainpool.localrun.params import coerce_values, pipeline_defaults
 from trainpool.localrun.runner import run_local
-from trainpool.vertex.clients import EMULATOR_ENV
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from trainpool import compiling, emulator
+from trainpool.config import EMULATOR_ENV
 from trainpool.localrun.runner import run_local
-from trainpool.vertex.clients import EMULATOR_ENV, job_client
+from trainpool.vertex.clients import job_client
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / "pipelines" / "distributed_training.yaml"

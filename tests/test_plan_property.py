@@ -22,6 +22,7 @@ MACHINES = [
     "bogus-1",
 ]
 ACCELERATORS = ["NVIDIA_TESLA_V100", "NVIDIA_TESLA_T4", "NVIDIA_TESLA_A100", "NVIDIA_L4", "TPU_V3"]
+ROLES = [("primary",), ("workers",), ("parameter_servers", "reduction_server"), ("evaluators",)]
 numbers = st.one_of(st.integers(-2, 20), st.floats(-2, 20), st.sampled_from([1.0, 4.0, "2"]))
 
 
@@ -64,6 +65,16 @@ def test_plan_or_plan_error(request: dict[str, Any], location: str, tuning: bool
         assert err.problems and all(p.field and p.message for p in err.problems)
         return
     spec = plan.custom_job_spec
-    assert spec["workerPoolSpecs"][0]["replicaCount"] == 1
-    assert spec["workerPoolSpecs"][-1] != {}
-    assert validate_custom_job_spec(spec, launch=False) is not None
+    pools = spec["workerPoolSpecs"]
+    assert pools[0]["replicaCount"] == 1
+    assert pools[-1] != {}
+    # every pool sits at its role's position; a role the request left out is {} or trimmed
+    for index, names in enumerate(ROLES):
+        given = any(request.get(name) is not None for name in names)
+        planned = index < len(pools) and pools[index] != {}
+        assert planned == given, (index, request, pools)
+    for pool in pools:
+        if pool:
+            assert type(pool["replicaCount"]) is int and pool["replicaCount"] >= 1
+    # the plan passes the very validator the launcher and the emulator apply (raises if not)
+    validate_custom_job_spec(spec, launch=False)

@@ -169,7 +169,7 @@ def errors(request: dict[str, Any]) -> str:
                     "image_uri": "own:1",
                     "python_package": {
                         "executor_image_uri": "e",
-                        "package_uris": ["gs://b/t.tar.gz"],
+                        "package_uris": ["gs://bkt/t.tar.gz"],
                         "python_module": "m",
                     },
                 }
@@ -185,7 +185,7 @@ def errors(request: dict[str, Any]) -> str:
                     "command": ["python3", "-m", "x"],
                     "python_package": {
                         "executor_image_uri": "e",
-                        "package_uris": ["gs://b/t.tar.gz"],
+                        "package_uris": ["gs://bkt/t.tar.gz"],
                         "python_module": "m",
                     },
                 },

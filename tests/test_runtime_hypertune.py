@@ -16,7 +16,7 @@ from trainpool.runtime.hypertune import MetricRecord, Reporter, latest, read_met
 WRITE_WITH_CLOUDML = """
 import sys, hypertune
 h = hypertune.HyperTune()
-h.report_hyperparameter_tuning_metric("loss", 0.5, global_step=1, checkpoint_path="gs://b/c1")
+h.report_hyperparameter_tuning_metric("loss", 0.5, global_step=1, checkpoint_path="gs://bkt/c1")
 h.report_hyperparameter_tuning_metric("accuracy", "0.75", global_step=2)
 h.report_hyperparameter_tuning_metric(None, 3)
 """
@@ -33,7 +33,7 @@ def test_reader_parses_the_real_library_file(tmp_path: Path) -> None:
     _cloudml(path, "3")
     records = read_metrics(str(path))
     assert [(r.trial, r.global_step, r.checkpoint_path, r.values) for r in records] == [
-        ("3", 1, "gs://b/c1", {"loss": 0.5}),
+        ("3", 1, "gs://bkt/c1", {"loss": 0.5}),
         ("3", 2, "", {"accuracy": 0.75}),
         ("3", 0, "", {"training/hptuning/metric": 3.0}),
     ]
@@ -45,7 +45,7 @@ def test_our_lines_are_byte_identical_to_the_real_library(tmp_path: Path) -> Non
     theirs, ours = tmp_path / "theirs.metrics", tmp_path / "ours" / "m.metrics"
     _cloudml(theirs, "3")
     reporter = Reporter({"CLOUD_ML_HP_METRIC_FILE": str(ours), "CLOUD_ML_TRIAL_ID": "3"})
-    reporter.report("loss", 0.5, global_step=1, checkpoint_path="gs://b/c1")
+    reporter.report("loss", 0.5, global_step=1, checkpoint_path="gs://bkt/c1")
     reporter.report("accuracy", "0.75", global_step=2)  # type: ignore[arg-type]
     reporter.report("", 3)
     timestamps = [r.timestamp for r in read_metrics(str(theirs))]

@@ -76,7 +76,7 @@ def test_render_primary_and_evaluator_keeps_skipped_pools() -> None:
             "evaluators": {"machine_type": "n1-standard-8", "image_uri": "eval:1", "args": []},
             "timeout": "3600s",
             "scheduling_strategy": "SPOT",
-            "base_output_directory": "gs://b/out",
+            "base_output_directory": "gs://bkt/out",
             "labels": {"team_name": "x"},
             "encryption_key": "projects/p/locations/l/keyRings/r/cryptoKeys/k",
         }
@@ -99,7 +99,7 @@ def test_render_primary_and_evaluator_keeps_skipped_pools() -> None:
                 "containerSpec": {"imageUri": "eval:1", "env": [{"name": "A", "value": "1"}]},
             },
         ],
-        "baseOutputDirectory": {"outputUriPrefix": "gs://b/out"},
+        "baseOutputDirectory": {"outputUriPrefix": "gs://bkt/out"},
         "scheduling": {"timeout": "3600s", "strategy": "SPOT"},
     }
     assert render_job_fields(request) == {
@@ -118,7 +118,7 @@ def test_render_parameter_servers_trims_trailing_pools_and_python_package() -> N
                 "args": ["--x"],
                 "python_package": {
                     "executor_image_uri": "exec:1",
-                    "package_uris": ["gs://b/t.tar.gz"],
+                    "package_uris": ["gs://bkt/t.tar.gz"],
                     "python_module": "trainer.task",
                 },
             },
@@ -131,7 +131,7 @@ def test_render_parameter_servers_trims_trailing_pools_and_python_package() -> N
                 "machineSpec": {"machineType": "n1-standard-4"},
                 "pythonPackageSpec": {
                     "executorImageUri": "exec:1",
-                    "packageUris": ["gs://b/t.tar.gz"],
+                    "packageUris": ["gs://bkt/t.tar.gz"],
                     "pythonModule": "trainer.task",
                     "args": ["--x"],
                 },

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.protobuf import json_format
 
 import trainpool.emulator as emulator
+from trainpool import config
 from trainpool.localrun.params import coerce_values, pipeline_inputs
 from trainpool.vertex import clients
 from trainpool.vertex.pipelines import (
@@ -51,7 +53,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     with emulator.start(tmp_path) as running:
-        monkeypatch.setenv(clients.EMULATOR_ENV, running.address)
+        monkeypatch.setenv(config.EMULATOR_ENV, running.address)
         yield tmp_path
 
 
@@ -115,8 +117,15 @@ def test_cron_and_timezone() -> None:
     assert caught.value.problems == [
         "--schedule: 'TZ=UTC 0 3 * * *' carries its own time zone; accepted: the five cron "
         "fields, with the zone in --timezone",
-        "--timezone: 'Mars/Base'; accepted: an IANA time zone such as America/New_York",
+        "--timezone: time zone 'Mars/Base' is unknown; accepted: an IANA time zone such as "
+        "America/New_York or UTC",
     ]
+
+
+@pytest.mark.parametrize("cron", ["99 99 * * *", "0 3 * *", "0 3 32 * *", "0 3 * * 8", "a b c d e"])
+def test_cron_out_of_range_is_refused(cron: str) -> None:
+    with pytest.raises(SubmitError, match=re.escape(f"--schedule: '{cron}' is not a cron")):
+        cron_with_timezone(cron)
 
 
 def test_submitted_job_carries_the_parameters_and_runs_to_succeeded(tiny: Path, emu: Path) -> None:
@@ -198,6 +207,10 @@ def test_emulator_refuses_bad_schedules(tiny: Path, emu: Path) -> None:
     bad_cron = build_schedule(job, TARGET, "TZ=Mars/Base 0 3 * * *", "x")
     with pytest.raises(exceptions.InvalidArgument, match="time zone 'Mars/Base' is unknown"):
         client.create_schedule(parent=TARGET.parent, schedule=bad_cron)
+    out_of_range = build_schedule(job, TARGET, "0 3 * * *", "x")
+    out_of_range.cron = "99 99 * * *"
+    with pytest.raises(exceptions.InvalidArgument, match="'99 99 \\* \\* \\*' is not a cron"):
+        client.create_schedule(parent=TARGET.parent, schedule=out_of_range)
     no_limit = build_schedule(job, TARGET, "0 3 * * *", "x")
     no_limit.max_concurrent_run_count = 0
     with pytest.raises(exceptions.InvalidArgument, match="max_concurrent_run_count: 0"):
@@ -209,7 +222,7 @@ def test_a_standalone_emulator_runs_submitted_pipelines(
     tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`trainpool emulator` in its own process, which has no VERTEX_AI_EMULATOR_HOST."""
-    env = {k: v for k, v in os.environ.items() if k != clients.EMULATOR_ENV}
+    env = {k: v for k, v in os.environ.items() if k != config.EMULATOR_ENV}
     server = subprocess.Popen(
         [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(tmp_path)],
         env=env,
@@ -220,7 +233,7 @@ def test_a_standalone_emulator_runs_submitted_pipelines(
     try:
         assert server.stdout is not None
         address = server.stdout.readline().split(" listening on ")[1].split()[0]
-        monkeypatch.setenv(clients.EMULATOR_ENV, address)
+        monkeypatch.setenv(config.EMULATOR_ENV, address)
         job_id, job = build_pipeline_job(tiny, TARGET, {"a": 2, "b": 3})
         done = wait(submit(job_id, job, TARGET).name)
         assert done.state == PipelineState.PIPELINE_STATE_SUCCEEDED, done.error.message
