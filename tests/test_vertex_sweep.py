@@ -36,4 +36,3 @@ def test_best_follows_the_goal_and_ties_go_to_the_lowest_trial_id() -> None:
     assert best_trial(rows, "acc", "MAXIMIZE")["id"] == "2"
     assert best_trial(rows, "acc", "MINIMIZE")["id"] == "1"
     assert best_trial(rows, "loss", "MINIMIZE") is None
-
