@@ -19,6 +19,7 @@ def plan_cluster(
     accelerator_count: int = -1,
     reduction_server: str = "request",
     tuning_env: bool = False,
+    pipeline_image: str = "",
 ) -> NamedTuple(
     "Outputs",
     worker_pool_specs=list,
@@ -32,11 +33,14 @@ def plan_cluster(
 
     The flat knobs override the request: -1 or "" keep it; reduction_server is
     "request", "on" or "off". Writes the plan as a Markdown table to plan_report.
+    pipeline_image is the image the pipeline gives pools that name none (what it
+    builds or takes as given); with it, the "no container image" warnings are left
+    out of warnings and the report, since those pools will get it.
     job_fields holds the CustomJob fields outside its spec (labels, encryptionSpec)
     for launch_custom_job and hyperparameter_sweep.
     """
     from trainpool.plan import plan_cluster as plan
-    from trainpool.plan.report import markdown
+    from trainpool.plan.report import markdown, warnings
     from trainpool.spec import apply_overrides, coerce_ints
 
     request = apply_overrides(
@@ -49,8 +53,9 @@ def plan_cluster(
     )
     result = plan(request, location=location, tuning_env=tuning_env).to_dict()
     with open(plan_report.path, "w", encoding="utf-8") as report:
-        report.write(markdown(result))
+        report.write(markdown(result, pipeline_image=pipeline_image))
     spec = result["customJobSpec"]
     sizing = result["reductionServer"]
     fields = result["customJob"]
-    return spec["workerPoolSpecs"], spec, sizing or {}, result["warnings"], bool(sizing), fields
+    found = warnings(result, pipeline_image)
+    return spec["workerPoolSpecs"], spec, sizing or {}, found, bool(sizing), fields

@@ -87,6 +87,7 @@ def distributed_training(
         accelerator_count=accelerator_count,
         reduction_server=reduction_server,
         tuning_env=tuning_env,
+        pipeline_image=image_uri,  # build_image's target, or the image used as given
     ).set_display_name("plan cluster")
     spec = plan.outputs["custom_job_spec"]
     job_fields = plan.outputs["job_fields"]

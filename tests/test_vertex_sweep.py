@@ -1,11 +1,10 @@
-"""Best trial choice and the trials report, from a tuning job's REST JSON."""
+"""Trial rows and the best trial choice, from a tuning job's REST JSON."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainpool.vertex.sweep import best_trial, trial_rows
-from trainpool.vertex.trials_report import trials_html
+from trainpool.spec.trials import best_trial, trial_rows
 
 JOB: dict[str, Any] = {
     "trials": [
@@ -37,15 +36,3 @@ def test_best_follows_the_goal_and_ties_go_to_the_lowest_trial_id() -> None:
     assert best_trial(rows, "acc", "MAXIMIZE")["id"] == "2"
     assert best_trial(rows, "acc", "MINIMIZE")["id"] == "1"
     assert best_trial(rows, "loss", "MINIMIZE") is None
-
-
-def test_report_has_a_row_per_trial_and_a_point_per_measured_trial() -> None:
-    html = trials_html(trial_rows(JOB), "acc", "MAXIMIZE", "2")
-    assert html.count("<tr") == 5
-    assert html.count("<circle ") == 3
-    assert html.count('r="6"') == 1
-    assert "<h1>acc (maximize), 4 trials; best trial: 2</h1>" in html
-    assert (
-        '<tr style="font-weight:bold"><td>2</td><td>SUCCEEDED</td><td>0.01</td><td>0.9</td></tr>'
-        in html
-    )

@@ -1,4 +1,4 @@
-"""``trainpool jobs list | describe | logs [--follow] | cancel``.
+"""``trainpool jobs list | describe | logs [--follow] | cancel | report``.
 
 Against the emulator when ``VERTEX_AI_EMULATOR_HOST`` is set, else against Vertex
 AI in ``--project`` / ``--location``. JOB is a full resource name
@@ -158,4 +158,7 @@ def logs_command(
 
 
 def register(app: typer.Typer) -> None:
+    from trainpool.cli.jobs_report import report_command
+
+    jobs_app.command("report")(report_command)
     app.add_typer(jobs_app, name="jobs")

@@ -1,10 +1,16 @@
-"""A plan as a Markdown table (the Vertex Pipelines UI renders Markdown artifacts)."""
+"""A plan as a Markdown table (the Vertex Pipelines UI renders Markdown artifacts).
+
+A pool that names no image gets the pipeline's image at launch. When the pipeline
+says which (``pipeline_image``), the report names it for those pools and leaves out
+the planner's "no container image" warnings; without one they stay: no image will come.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 ROLE_NAMES = ("primary", "workers", "parameter servers", "evaluators")
+NO_IMAGE = ": no container image;"  # the planner's warning for a pool that names no image
 
 
 def _accelerators(machine: dict[str, Any]) -> str:
@@ -13,14 +19,24 @@ def _accelerators(machine: dict[str, Any]) -> str:
     return f"{machine.get('acceleratorCount', '?')} x {machine['acceleratorType']}"
 
 
-def _runs(pool: dict[str, Any]) -> str:
+def _runs(pool: dict[str, Any], pipeline_image: str) -> str:
     package = pool.get("pythonPackageSpec")
     if package:
         return f"python -m {package.get('pythonModule', '?')}"
-    return (pool.get("containerSpec") or {}).get("imageUri") or "(image from the pipeline)"
+    image = (pool.get("containerSpec") or {}).get("imageUri")
+    if image:
+        return str(image)
+    return f"{pipeline_image} (the pipeline's image)" if pipeline_image else "(none named)"
 
 
-def pools_table(plan: dict[str, Any]) -> list[str]:
+def warnings(plan: dict[str, Any], pipeline_image: str = "") -> list[str]:
+    """The plan's warnings that still hold once pools without an image get ``pipeline_image``."""
+    if not pipeline_image:
+        return list(plan["warnings"])
+    return [warning for warning in plan["warnings"] if NO_IMAGE not in warning]
+
+
+def pools_table(plan: dict[str, Any], pipeline_image: str = "") -> list[str]:
     """Markdown lines of the pool table of a ``Plan.to_dict()``."""
     priced = {row["pool"]: row for row in plan["cost"]["pools"]}
     lines = [
@@ -38,7 +54,7 @@ def pools_table(plan: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {index} | {role} | {pool.get('replicaCount', '?')} | "
             f"{pool['machineSpec']['machineType']} | {_accelerators(pool['machineSpec'])} | "
-            f"{_runs(pool)} | {price} |"
+            f"{_runs(pool, pipeline_image)} | {price} |"
         )
     return lines
 
@@ -59,13 +75,14 @@ def sizing_lines(sizing: dict[str, Any]) -> list[str]:
     ]
 
 
-def markdown(plan: dict[str, Any], title: str = "Cluster plan") -> str:
-    """The whole plan as a Markdown document."""
+def markdown(plan: dict[str, Any], title: str = "Cluster plan", pipeline_image: str = "") -> str:
+    """The whole plan as a Markdown document; ``pipeline_image``: what image-less pools get."""
     cost = plan["cost"]
-    lines = [f"## {title}", "", *pools_table(plan), ""]
+    lines = [f"## {title}", "", *pools_table(plan, pipeline_image), ""]
     if plan["reductionServer"] is not None:
         lines += [*sizing_lines(plan["reductionServer"]), ""]
     lines.append(f"**Cost:** ${cost['jobPerHour']:.2f}/h ({cost['pricing']}).")
-    if plan["warnings"]:
-        lines += ["", "### Warnings", "", *(f"- {warning}" for warning in plan["warnings"])]
+    found = warnings(plan, pipeline_image)
+    if found:
+        lines += ["", "### Warnings", "", *(f"- {warning}" for warning in found)]
     return "\n".join(lines) + "\n"

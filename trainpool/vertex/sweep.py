@@ -16,7 +16,8 @@ from typing import Any
 
 from trainpool.spec import coerce_ints
 from trainpool.spec.study import enum_name, to_study_spec
-from trainpool.vertex import jobs, trials_report
+from trainpool.spec.trials import best_trial, trial_rows
+from trainpool.vertex import jobs
 from trainpool.vertex.launch import JobFailed, Options, follow, job_level, job_spec, require
 
 
@@ -65,26 +66,6 @@ def tuning_job(
     }
 
 
-def trial_rows(job: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every trial of a finished job (REST JSON) as a flat, readable row."""
-    rows = []
-    for trial in job.get("trials", []):
-        measurement = trial.get("finalMeasurement", {})
-        rows.append(
-            {
-                "id": trial["id"],
-                "state": trial.get("state", ""),
-                "parameters": {
-                    p["parameterId"]: p.get("value") for p in trial.get("parameters", [])
-                },
-                "metrics": {m["metricId"]: m.get("value") for m in measurement.get("metrics", [])},
-                "custom_job": trial.get("customJob", ""),
-                "infeasible_reason": trial.get("infeasibleReason", ""),
-            }
-        )
-    return rows
-
-
 @dataclass(frozen=True)
 class SweepResult:
     job_name: str
@@ -94,6 +75,7 @@ class SweepResult:
     goal: str
     trials: list[dict[str, Any]]
     best: dict[str, Any] | None = field(default=None)
+    job: dict[str, Any] = field(default_factory=dict)  # the final job as REST JSON
 
     def raise_for_state(self) -> None:
         """Fail the task unless the job succeeded with at least one measured trial."""
@@ -118,20 +100,12 @@ class SweepResult:
 
 
 def write_reports(result: SweepResult, trials_path: str, html_path: str) -> None:
-    """Every trial as JSON at ``trials_path`` and as an HTML table and plot at ``html_path``."""
-    best_id = result.best["id"] if result.best else None
+    """Every trial as JSON at ``trials_path`` and the trials report (HTML) at ``html_path``."""
+    from trainpool.reports.page import trials_page  # matplotlib loads only to draw a report
+    from trainpool.reports.sweep_data import from_job
+
     Path(trials_path).write_text(json.dumps(result.trials, indent=2, sort_keys=True))
-    html = trials_report.trials_html(result.trials, result.metric_id, result.goal, best_id)
-    Path(html_path).write_text(html)
-
-
-def best_trial(rows: list[dict[str, Any]], metric_id: str, goal: str) -> dict[str, Any] | None:
-    """The measured trial with the best ``metric_id`` (ties: the lowest trial id)."""
-    measured = [r for r in rows if isinstance(r["metrics"].get(metric_id), int | float)]
-    if not measured:
-        return None
-    sign = -1.0 if goal == "MAXIMIZE" else 1.0
-    return min(measured, key=lambda r: (sign * r["metrics"][metric_id], int(r["id"])))
+    Path(html_path).write_text(trials_page(from_job(result.job)), encoding="utf-8")
 
 
 def run_sweep(
@@ -155,4 +129,5 @@ def run_sweep(
         goal=goal,
         trials=rows,
         best=best_trial(rows, metric["metricId"], goal),
+        job=rest,
     )

@@ -1,0 +1,53 @@
+"""``trainpool jobs report``: per-step data from the emulator's files, and what it refuses."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import trainpool.emulator as emulator
+from trainpool.cli import app
+from trainpool.cli.jobs_report import measurements_from_files
+from trainpool.runtime.hypertune import Reporter
+from trainpool.vertex.clients import job_client
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_trials_without_measurements_get_those_of_their_metric_file(tmp_path: Path) -> None:
+    metric_file = tmp_path / "trial-2" / "hypertune" / "workerpool0-0.metrics"
+    reporter = Reporter({"CLOUD_ML_HP_METRIC_FILE": str(metric_file), "CLOUD_ML_TRIAL_ID": "2"})
+    reporter.report("loss", 0.5, global_step=1)
+    reporter.report("loss", 0.25, global_step=2)
+    kept = [{"stepCount": "7", "metrics": [{"metricId": "loss", "value": 1.0}]}]
+    job = {"trials": [{"id": "1", "measurements": kept}, {"id": "2"}, {"id": "3"}]}
+    measurements_from_files(job, tmp_path)
+    assert job["trials"][0]["measurements"] == kept
+    assert job["trials"][1]["measurements"] == [
+        {"stepCount": "1", "metrics": [{"metricId": "loss", "value": 0.5}]},
+        {"stepCount": "2", "metrics": [{"metricId": "loss", "value": 0.25}]},
+    ]
+    assert job["trials"][2]["measurements"] == []  # a trial that wrote no metric file
+
+
+def test_a_custom_job_is_refused_with_what_is_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with emulator.start(tmp_path) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        pool = {
+            "replica_count": 1,
+            "machine_spec": {"machine_type": "n1-standard-4"},
+            "container_spec": {"image_uri": "local/none", "command": [sys.executable, "-V"]},
+        }
+        job = job_client("us-central1").create_custom_job(
+            parent="projects/demo/locations/us-central1",
+            custom_job={"display_name": "one", "job_spec": {"worker_pool_specs": [pool]}},
+        )
+        result = CliRunner().invoke(app, ["jobs", "report", job.name, "--out", "x.html"])
+    assert result.exit_code == 2
+    assert f"JOB: {job.name} is a CustomJob; accepted: a HyperparameterTuningJob" in result.output
+    assert not Path("x.html").exists()
