@@ -58,6 +58,7 @@ def hourly(name: str, region: str = HOME_REGION, *, spot: bool = False) -> float
     return found.spot if spot else found.on_demand
 
 
+@cache
 def priced_regions(name: str) -> frozenset[str]:
     """Regions with an on-demand price for ``name``."""
     return frozenset(r for r, p in price_table().get(name, {}).items() if p.on_demand is not None)

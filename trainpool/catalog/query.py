@@ -69,6 +69,7 @@ def attachable(machine_type: str) -> dict[str, tuple[int, ...]]:
     return {acc: counts for (m, acc), counts in n1_matrix().items() if m == machine_type}
 
 
+@cache
 def vm_egress(machine_type: str, accelerator_type: str | None = None, count: int = 0) -> Egress:
     """Maximum egress of one VM, GPUs included, with its source and verified flag.
 

@@ -20,7 +20,8 @@ app = typer.Typer(
 )
 
 _MODULES = (
-    "plan",  # plan, catalog
+    "plan",  # plan
+    "catalog",  # catalog
     "env",  # env
     "emulator",  # emulator
     "jobs",  # jobs list|describe|logs|cancel

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+from functools import cache
 from fractions import Fraction
 from typing import Any
 
@@ -27,9 +28,12 @@ def worker_egress_gbps(pools: list[dict[str, Any]]) -> float:
         gpus = gpu_count(machine)
         if not pool or gpus == 0:
             continue
-        egress = catalog.vm_egress_gbps(
-            machine["machineType"], machine.get("acceleratorType"), gpus
-        )
+        try:
+            egress = catalog.vm_egress_gbps(
+                machine["machineType"], machine.get("acceleratorType"), gpus
+            )
+        except catalog.UnknownName:
+            continue
         total += Fraction(egress) * int(pool.get("replicaCount", 1))
     return float(total)
 
@@ -39,6 +43,7 @@ def reducer_count(worker_gbps: float, reducer_gbps: float) -> int:
     return max(1, math.ceil(Fraction(worker_gbps) / Fraction(reducer_gbps)))
 
 
+@cache
 def cheapest_reducer() -> str:
     """The CPU machine with the lowest $/Gbps-hour among verified ones of >= 32 Gbps."""
     eligible = [
