@@ -19,6 +19,7 @@ def plan_cluster(
     accelerator_count: int = -1,
     reduction_server: str = "request",
     tuning_env: bool = False,
+    allow_unknown_machine_types: bool = False,
 ) -> NamedTuple(
     "Outputs",
     worker_pool_specs=list,
@@ -31,7 +32,8 @@ def plan_cluster(
     """Plan a training cluster: a validated Vertex CustomJobSpec, sized Reduction Server, cost.
 
     The flat knobs override the request: -1 or "" keep it; reduction_server is
-    "request", "on" or "off". Writes the plan as a Markdown table to plan_report.
+    "request", "on" or "off". allow_unknown_machine_types accepts machine types the
+    catalog does not know (with a warning). Writes the plan as a Markdown table to plan_report.
     job_fields holds the CustomJob fields outside its spec (labels, encryptionSpec)
     for launch_custom_job and hyperparameter_sweep.
     """
@@ -47,7 +49,12 @@ def plan_cluster(
         accelerator_count=accelerator_count,
         reduction_server=reduction_server,
     )
-    result = plan(request, location=location, tuning_env=tuning_env).to_dict()
+    result = plan(
+        request,
+        location=location,
+        tuning_env=tuning_env,
+        allow_unknown_machine_types=allow_unknown_machine_types,
+    ).to_dict()
     with open(plan_report.path, "w", encoding="utf-8") as report:
         report.write(markdown(result))
     spec = result["customJobSpec"]
