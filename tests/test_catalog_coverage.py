@@ -1,4 +1,4 @@
-"""Every machine type and accelerator on the pages read plans, or is refused with the page's reason."""
+"""Every machine type and accelerator on the pages read plans, or is refused with its reason."""
 
 from __future__ import annotations
 
@@ -39,7 +39,9 @@ def test_every_series_of_the_vertex_list_is_in_the_catalog() -> None:
     names = list(catalog.machines()) + list(catalog.tpu_shapes())
     for series in D5_SERIES:
         assert any(name.startswith(series) for name in names), series
-    assert {"ct5lp-hightpu-1t", "ct5lp-hightpu-4t", "ct5lp-hightpu-8t", "ct6e-standard-4t"} <= set(names)
+    assert {"ct5lp-hightpu-1t", "ct5lp-hightpu-4t", "ct5lp-hightpu-8t", "ct6e-standard-4t"} <= set(
+        names
+    )
 
 
 def test_every_topology_of_the_tpu_page_plans() -> None:

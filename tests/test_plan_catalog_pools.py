@@ -76,7 +76,11 @@ def test_golden_n4_pool_and_its_regional_prices() -> None:
             "accepted: 2x4",
         ),
         (
-            {"machine_type": "ct6e-standard-4t", "tpu_topology": "2x2", "accelerator_type": "TPU_V3"},
+            {
+                "machine_type": "ct6e-standard-4t",
+                "tpu_topology": "2x2",
+                "accelerator_type": "TPU_V3",
+            },
             "primary.accelerator_type: 'TPU_V3' does not match ct6e-standard-4t (TPU v6e); "
             "accepted: leave it out",
         ),
@@ -112,7 +116,10 @@ def test_a_tpu_primary_runs_alone() -> None:
 
 def test_multi_host_tpu_price_counts_every_vm() -> None:
     plan = plan_cluster(
-        {"image_uri": "img:1", "primary": {"machine_type": "ct6e-standard-4t", "tpu_topology": "4x4"}}
+        {
+            "image_uri": "img:1",
+            "primary": {"machine_type": "ct6e-standard-4t", "tpu_topology": "4x4"},
+        }
     )
     assert plan.cost["jobPerHour"] == round(4 * 10.8, 4)
     assert plan.cost["cheapestRegion"]["region"] == "us-central1"

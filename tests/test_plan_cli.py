@@ -62,7 +62,10 @@ def test_catalog_filters() -> None:
     ]
     done = trainpool("catalog", "--kind", "gpus")
     assert done.returncode == 2
-    assert done.stderr == "--kind: 'gpus' is not accepted; accepted: all, machines, tpus, accelerators\n"
+    assert (
+        done.stderr
+        == "--kind: 'gpus' is not accepted; accepted: all, machines, tpus, accelerators\n"
+    )
 
 
 def test_catalog_answers_where_to_get_8_h100() -> None:

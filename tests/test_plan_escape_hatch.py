@@ -49,7 +49,11 @@ def test_a_reduction_server_on_an_unknown_type_cannot_be_sized() -> None:
     gpu = {"machine_type": "a2-highgpu-4g"}
     with pytest.raises(PlanError) as err:
         plan_cluster(
-            {"image_uri": "img:1", "primary": gpu, "reduction_server": {"machine_type": "n9-cpu-16"}},
+            {
+                "image_uri": "img:1",
+                "primary": gpu,
+                "reduction_server": {"machine_type": "n9-cpu-16"},
+            },
             allow_unknown_machine_types=True,
         )
     assert str(err.value) == (
@@ -59,7 +63,9 @@ def test_a_reduction_server_on_an_unknown_type_cannot_be_sized() -> None:
     )
 
 
-def test_spec_validation_and_the_emulator_refuse_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spec_validation_and_the_emulator_refuse_unless_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from trainpool.emulator import validation
 
     spec = {

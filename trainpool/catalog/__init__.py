@@ -6,6 +6,8 @@ per region where a source gave them. ``python3 -m trainpool.catalog.refresh`` re
 generated files from the saved pages in ``trainpool/catalog/refresh/pages``.
 """
 
+from trainpool.catalog.locations import nearest_first, regions_of, vertex_regions
+from trainpool.catalog.prices import hourly, priced_regions
 from trainpool.catalog.query import (
     UnknownName,
     accelerator,
@@ -20,8 +22,6 @@ from trainpool.catalog.query import (
     vm_egress,
     vm_egress_gbps,
 )
-from trainpool.catalog.locations import nearest_first, regions_of, vertex_regions
-from trainpool.catalog.prices import hourly, priced_regions
 from trainpool.catalog.tables import Accelerator, Egress, FixedGpu, Machine, accelerators, machines
 from trainpool.catalog.tpus import TpuShape, tpu_shape, tpu_shapes
 

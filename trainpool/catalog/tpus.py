@@ -31,7 +31,11 @@ class TpuShape:
     @property
     def region_key(self) -> str:
         """The name ``regions.csv`` uses: the machine type, or cloud-tpu/ENUM for v2 and v3."""
-        return f"{self.machine_type}/{self.accelerator_type}" if not self.topology else self.machine_type
+        return (
+            f"{self.machine_type}/{self.accelerator_type}"
+            if not self.topology
+            else self.machine_type
+        )
 
 
 @cache
@@ -59,6 +63,8 @@ def tpu_shapes() -> dict[str, tuple[TpuShape, ...]]:
 def tpu_shape(machine_type: str, topology: str, accelerator_type: str = "") -> TpuShape | None:
     """The shape of a TPU pool, or None when the type does not allow that topology/accelerator."""
     for shape in tpu_shapes().get(machine_type, ()):
-        if shape.topology == topology and (shape.topology or shape.accelerator_type == accelerator_type):
+        if shape.topology == topology and (
+            shape.topology or shape.accelerator_type == accelerator_type
+        ):
             return shape
     return None

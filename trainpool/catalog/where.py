@@ -29,14 +29,20 @@ def carriers(accelerator_type: str, count: int = 0) -> list[tuple[str, str, int]
         for n in counts
     ]
     found += [
-        (name, f"{name}/{accelerator_type}" if not shapes[0].topology else name, shapes[0].chips_per_vm)
+        (
+            name,
+            f"{name}/{accelerator_type}" if not shapes[0].topology else name,
+            shapes[0].chips_per_vm,
+        )
         for name, shapes in tpu_shapes().items()
         if any(shape.accelerator_type == accelerator_type for shape in shapes)
     ]
     return [row for row in found if count <= 0 or row[2] == count]
 
 
-def _price(machine_type: str, accelerator_type: str, per_vm: int, region: str, spot: bool) -> float | None:
+def _price(
+    machine_type: str, accelerator_type: str, per_vm: int, region: str, spot: bool
+) -> float | None:
     price = hourly(machine_type, region, spot=spot)
     fixed = machines().get(machine_type)
     if price is None or fixed is None or fixed.fixed_gpu is not None:
@@ -45,7 +51,9 @@ def _price(machine_type: str, accelerator_type: str, per_vm: int, region: str, s
     return None if gpu is None else price + gpu * per_vm
 
 
-def where_rows(accelerator_type: str, count: int = 0, location: str = "us-central1") -> list[dict[str, Any]]:
+def where_rows(
+    accelerator_type: str, count: int = 0, location: str = "us-central1"
+) -> list[dict[str, Any]]:
     """One row per (machine type, region), regions nearest to ``location`` first."""
     rows = []
     for machine_type, key, per_vm in carriers(accelerator_type, count):
@@ -57,8 +65,12 @@ def where_rows(accelerator_type: str, count: int = 0, location: str = "us-centra
                     "machine_type": machine_type,
                     "accelerators": f"{per_vm} x {accelerator_type}",
                     "region": region or "(no region data)",
-                    "usd_per_hour": _price(machine_type, accelerator_type, per_vm, priced_in, False),
-                    "spot_usd_per_hour": _price(machine_type, accelerator_type, per_vm, priced_in, True),
+                    "usd_per_hour": _price(
+                        machine_type, accelerator_type, per_vm, priced_in, False
+                    ),
+                    "spot_usd_per_hour": _price(
+                        machine_type, accelerator_type, per_vm, priced_in, True
+                    ),
                 }
             )
     return rows

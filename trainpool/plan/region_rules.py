@@ -15,7 +15,9 @@ SHOWN_REGIONS = 8
 
 def region_key(machine: dict[str, Any]) -> tuple[str, str]:
     """(name in regions.csv, the machineSpec field that names it) for one pool's machine."""
-    return _region_key(str(machine.get("machineType", "")), str(machine.get("acceleratorType") or ""))
+    return _region_key(
+        str(machine.get("machineType", "")), str(machine.get("acceleratorType") or "")
+    )
 
 
 @cache
@@ -51,7 +53,11 @@ def check_location(
             if len(nearest) > SHOWN_REGIONS
             else ""
         )
-        value = machine.get("acceleratorType") if field.endswith("acceleratorType") else machine["machineType"]
+        value = (
+            machine.get("acceleratorType")
+            if field.endswith("acceleratorType")
+            else machine["machineType"]
+        )
         found.error(
             names.pool(index, field),
             f"{value!r} is not offered in {location}; accepted: a location that has it, "

@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 import math
-from functools import cache
 from fractions import Fraction
+from functools import cache
 from typing import Any
 
 from trainpool import catalog

@@ -36,7 +36,8 @@ def check_tpu(
         found.error(topology_field, f"missing for {name}; accepted: {allowed}")
     elif topology not in {shape.topology for shape in shapes}:
         found.error(
-            topology_field, f"{show(topology)} is not a topology Vertex allows for {name}; accepted: {allowed}"
+            topology_field,
+            f"{show(topology)} is not a topology Vertex allows for {name}; accepted: {allowed}",
         )
     expected = shapes[0].accelerator_type
     accel = machine.get("acceleratorType")
@@ -50,8 +51,9 @@ def check_tpu(
     if count is not None and count != shapes[0].chips_per_vm:
         found.error(
             names.pool(index, "machineSpec.acceleratorCount"),
-            f"{show(count)} does not match {name}, which has {shapes[0].chips_per_vm} chips per VM; "
-            f"accepted: {shapes[0].chips_per_vm} (or leave it out; the topology sets the slice)",
+            f"{show(count)} does not match {name}, which has {shapes[0].chips_per_vm} chips per "
+            f"VM; accepted: {shapes[0].chips_per_vm} (or leave it out: the topology sets the "
+            "slice)",
         )
 
 

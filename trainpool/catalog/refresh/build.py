@@ -14,7 +14,12 @@ def _flag(page: Page) -> str:
 def vertex_regions() -> Rows:
     page = load("vertex_locations")
     return [
-        {"region": r["region"], "geography": r["geography"], "source": page.source, "verified": _flag(page)}
+        {
+            "region": r["region"],
+            "geography": r["geography"],
+            "source": page.source,
+            "verified": _flag(page),
+        }
         for r in page.rows
     ]
 
@@ -32,7 +37,12 @@ def regions() -> Rows:
         page = load(name)
         for row in page.rows:
             out += [
-                {"name": row["name"], "region": region, "source": page.source, "verified": _flag(page)}
+                {
+                    "name": row["name"],
+                    "region": region,
+                    "source": page.source,
+                    "verified": _flag(page),
+                }
                 for region in row["regions"].split()
                 if region in vertex
             ]
@@ -41,7 +51,11 @@ def regions() -> Rows:
 
 def prices() -> Rows:
     out = []
-    for name in ("cyclenerd_pricing_us_central1", "skypilot_regional_prices", "skypilot_tpu_prices"):
+    for name in (
+        "cyclenerd_pricing_us_central1",
+        "skypilot_regional_prices",
+        "skypilot_tpu_prices",
+    ):
         page = load(name)
         out += [
             {
