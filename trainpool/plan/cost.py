@@ -92,12 +92,15 @@ def _total(items: list[Item], region: str, *, spot: bool) -> float | None:
 
 
 def _job_cost(items: list[Item]) -> dict[str, Any]:
-    """Per-pool and total on-demand $/hour in us-central1; unpriced pools are in ``unpriced``."""
+    """Per-pool and total $/hour in us-central1 (on demand; Spot None when a pool lacks it)."""
     rows = []
     unpriced = []
     total = reducers = 0.0
+    spot: float | None = 0.0
     for index, role, count, key in items:
         each = _price(key, HOME, False)
+        spot_each = _price(key, HOME, True)
+        spot = None if spot is None or spot_each is None else spot + spot_each * count
         if each is None:
             unpriced.append(role)
             continue
@@ -121,7 +124,14 @@ def _job_cost(items: list[Item]) -> dict[str, Any]:
         "reducersPerHour": round(reducers, 4),
         "reducerOverheadPercent": round(100 * reducers / training, 2) if training else None,
         "unpriced": unpriced,
+        "spotPerHour": None if spot is None else round(spot, 4),
     }
+
+
+@cache
+def _common_regions(keys: tuple[tuple[str, str, int, str], ...]) -> frozenset[str]:
+    """Regions that offer and price every one of these machines."""
+    return frozenset.intersection(*(_regions(key) for key in keys)) if keys else frozenset()
 
 
 def _cheapest_region(items: list[Item], home: dict[str, Any]) -> dict[str, Any] | None:
@@ -129,9 +139,7 @@ def _cheapest_region(items: list[Item], home: dict[str, Any]) -> dict[str, Any] 
 
     ``home`` is the us-central1 cost, reused when that is the only region to compare.
     """
-    regions: frozenset[str] | None = None
-    for _, _, _, key in items:
-        regions = _regions(key) if regions is None else regions & _regions(key)
+    regions = _common_regions(tuple(key for _, _, _, key in items))
     if not regions:
         return None
     if regions == {HOME}:
@@ -157,6 +165,5 @@ def cluster_cost(pools: list[dict[str, Any]]) -> dict[str, Any]:
     """Per-pool and total $/hour in us-central1, the Spot figure there and the cheapest region."""
     items = _items(pools)
     cost = _job_cost(items)
-    cost["spotPerHour"] = _total(items, HOME, spot=True)
     cost["cheapestRegion"] = _cheapest_region(items, cost)
     return cost

@@ -31,6 +31,16 @@ def _region_key(name: str, accel: str) -> tuple[str, str]:
     return accel, "machineSpec.acceleratorType"
 
 
+@cache
+def _missing(name: str, accel: str, location: str) -> tuple[str, list[str]] | None:
+    """(field, regions nearest first) when this machine is not offered in ``location``."""
+    key, field = _region_key(name, accel)
+    regions = catalog.regions_of(key)
+    if regions is None or location in regions:
+        return None
+    return field, catalog.nearest_first(regions, location)
+
+
 def check_location(
     pools: list[dict[str, Any]], location: str, names: Namer, found: Findings
 ) -> None:
@@ -42,24 +52,30 @@ def check_location(
         machine = pool.get("machineSpec") if pool else None
         if not isinstance(machine, dict):
             continue
-        key, field = region_key(machine)
-        regions = catalog.regions_of(key)
-        if regions is None or location in regions or (index == 2 and is_reduction_server(pool)):
+        name = str(machine.get("machineType", ""))
+        accel = str(machine.get("acceleratorType") or "")
+        missing = _missing(name, accel, location)
+        if missing is None or (index == 2 and is_reduction_server(pool)):
             continue
-        nearest = catalog.nearest_first(regions, location)
+        field, nearest = missing
         shown = ", ".join(nearest[:SHOWN_REGIONS]) + (
-            f" (+{len(nearest) - SHOWN_REGIONS} more: `trainpool catalog --machine-type "
-            f"{key.split('/')[0]}`)"
+            f" (+{len(nearest) - SHOWN_REGIONS} more: `trainpool catalog --accelerator "
+            f"{_carried(name, accel)}`)"
             if len(nearest) > SHOWN_REGIONS
             else ""
         )
-        value = (
-            machine.get("acceleratorType")
-            if field.endswith("acceleratorType")
-            else machine["machineType"]
-        )
+        value = accel if field.endswith("acceleratorType") else name
         found.error(
             names.pool(index, field),
             f"{value!r} is not offered in {location}; accepted: a location that has it, "
             f"nearest first: {shown}",
         )
+
+
+def _carried(name: str, accel: str) -> str:
+    """The accelerator a machine carries, for the `trainpool catalog --accelerator` hint."""
+    known = catalog.machines().get(name)
+    if known is not None and known.fixed_gpu is not None:
+        return known.fixed_gpu.accelerator_type
+    shapes = catalog.tpu_shapes().get(name)
+    return accel or (shapes[0].accelerator_type if shapes else "")

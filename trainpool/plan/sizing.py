@@ -21,8 +21,11 @@ BYTES_PER_MB = 1024 * 1024
 
 
 def worker_egress_gbps(pools: list[dict[str, Any]]) -> float:
-    """Total egress of the GPU replicas in pools 0 and 1."""
-    total = Fraction(0)
+    """Total egress of the GPU replicas in pools 0 and 1.
+
+    Catalog egress figures are whole Gbps, so a float sum of them is exact.
+    """
+    total = 0.0
     for pool in pools[:2]:
         machine = (pool or {}).get("machineSpec") or {}
         gpus = gpu_count(machine)
@@ -34,8 +37,8 @@ def worker_egress_gbps(pools: list[dict[str, Any]]) -> float:
             )
         except catalog.UnknownName:
             continue
-        total += Fraction(egress) * int(pool.get("replicaCount", 1))
-    return float(total)
+        total += egress * int(pool.get("replicaCount", 1))
+    return total
 
 
 def reducer_count(worker_gbps: float, reducer_gbps: float) -> int:
