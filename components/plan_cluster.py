@@ -20,6 +20,7 @@ def plan_cluster(
     reduction_server: str = "request",
     tuning_env: bool = False,
     pipeline_image: str = "",
+    allow_unknown_machine_types: bool = False,
 ) -> NamedTuple(
     "Outputs",
     worker_pool_specs=list,
@@ -32,7 +33,8 @@ def plan_cluster(
     """Plan a training cluster: a validated Vertex CustomJobSpec, sized Reduction Server, cost.
 
     The flat knobs override the request: -1 or "" keep it; reduction_server is
-    "request", "on" or "off". Writes the plan as a Markdown table to plan_report.
+    "request", "on" or "off". allow_unknown_machine_types accepts machine types the
+    catalog does not know (with a warning). Writes the plan as a Markdown table to plan_report.
     pipeline_image is the image the pipeline gives pools that name none (what it
     builds or takes as given); with it, the "no container image" warnings are left
     out of warnings and the report, since those pools will get it.
@@ -51,7 +53,12 @@ def plan_cluster(
         accelerator_count=accelerator_count,
         reduction_server=reduction_server,
     )
-    result = plan(request, location=location, tuning_env=tuning_env).to_dict()
+    result = plan(
+        request,
+        location=location,
+        tuning_env=tuning_env,
+        allow_unknown_machine_types=allow_unknown_machine_types,
+    ).to_dict()
     with open(plan_report.path, "w", encoding="utf-8") as report:
         report.write(markdown(result, pipeline_image=pipeline_image))
     spec = result["customJobSpec"]

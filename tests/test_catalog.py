@@ -15,6 +15,11 @@ DATA_FILES = (
     "accelerators.csv",
     "n1_accelerators.csv",
     "n1_gpu_egress.csv",
+    "tpu_machines.csv",
+    "vertex_regions.csv",
+    "regions.csv",
+    "prices.csv",
+    "unsupported_machines.csv",
 )
 
 

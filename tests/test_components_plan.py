@@ -71,3 +71,14 @@ def test_plan_cluster_component_fails_on_a_bad_request() -> None:
         plan_cluster(
             cluster_request={"primary": {"machine_type": "n1-standard-4"}}, reduction_server="maybe"
         )
+
+
+def test_plan_cluster_component_escape_hatch() -> None:
+    plan_cluster = components.load_component_from_file(str(SPECS / "plan_cluster.yaml"))
+    request = {"image_uri": "img:1", "primary": {"machine_type": "a5-futuregpu-8g"}}
+    with pytest.raises(RuntimeError):
+        plan_cluster(cluster_request=request)
+    task = plan_cluster(cluster_request=request, allow_unknown_machine_types=True)
+    assert task.outputs["warnings"][0].startswith(
+        "primary.machine_type: 'a5-futuregpu-8g' is not in the catalog; accepted because"
+    )

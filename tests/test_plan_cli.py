@@ -62,4 +62,41 @@ def test_catalog_filters() -> None:
     ]
     done = trainpool("catalog", "--kind", "gpus")
     assert done.returncode == 2
-    assert done.stderr == "--kind: 'gpus' is not accepted; accepted: all, machines, accelerators\n"
+    assert (
+        done.stderr
+        == "--kind: 'gpus' is not accepted; accepted: all, machines, tpus, accelerators\n"
+    )
+
+
+def test_catalog_answers_where_to_get_8_h100() -> None:
+    done = trainpool(
+        "catalog", "--accelerator", "NVIDIA_H100_80GB", "--count", "8", "--location", "europe-west2"
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("NVIDIA_H100_80GB by machine type and region (")
+    assert lines[1].split() == [
+        "machine_type",
+        "accelerators",
+        "region",
+        "usd_per_hour",
+        "spot_usd_per_hour",
+    ]
+    regions = [line.split()[4] for line in lines[2:]]
+    assert regions[0].startswith("europe-") and "us-central1" in regions
+    assert "a3-highgpu-8g  8 x NVIDIA_H100_80GB  us-central1" in done.stdout
+    bad = trainpool("catalog", "--accelerator", "NVIDIA_H100")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("--accelerator: 'NVIDIA_H100' is not a known accelerator type;")
+
+
+def test_plan_escape_hatch_flag(tmp_path: Path) -> None:
+    request = tmp_path / "new.yaml"
+    request.write_text("image_uri: img:1\nprimary: {machine_type: a5-futuregpu-8g}\n")
+    refused = trainpool("plan", str(request), "--json")
+    assert refused.returncode == 2
+    assert "or set allow_unknown_machine_types" in refused.stderr
+    done = trainpool("plan", str(request), "--json", "--allow-unknown-machine-types")
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads(done.stdout)["warnings"]
+    assert warnings[0].startswith("primary.machine_type: 'a5-futuregpu-8g' is not in the catalog;")

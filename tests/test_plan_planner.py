@@ -117,7 +117,7 @@ def test_golden_reduction_server_spec_in_europe() -> None:
     ],
 )
 def test_reducer_image_follows_the_multi_region(location: str, host: str) -> None:
-    plan = plan_cluster(EXAMPLES / "reduction_server_a2_highgpu.yaml", location=location)
+    plan = plan_cluster(EXAMPLES / "reduction_server_v100.yaml", location=location)
     assert plan.reduction_server is not None
     assert plan.reduction_server["imageUri"] == f"{host}-docker.pkg.dev/" + (
         "vertex-ai-restricted/training/reductionserver:latest"

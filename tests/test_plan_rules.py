@@ -43,7 +43,8 @@ def errors(request: dict[str, Any]) -> str:
         (
             {"primary": {"machine_type": "n1-standrd-8"}},
             "primary.machine_type: 'n1-standrd-8' is not a machine type Vertex training supports; "
-            "did you mean n1-standard-8, n2-standard-8, n1-standard-4? (all: `trainpool catalog`)",
+            "did you mean n1-standard-8, n4-standard-8, n2-standard-8? (all: `trainpool catalog`); "
+            "or set allow_unknown_machine_types if Vertex has it and the catalog does not yet",
         ),
         (
             {"primary": {}},
@@ -205,7 +206,8 @@ def test_every_problem_is_reported_at_once() -> None:
         "primary.replica_count: 3 is not accepted; accepted: 1 (the primary is one replica; put "
         "more replicas in workers)",
         "primary.machine_type: 'x1' is not a machine type Vertex training supports; see "
-        "`trainpool catalog`",
+        "`trainpool catalog`; or set allow_unknown_machine_types if Vertex has it and the "
+        "catalog does not yet",
         "timeout: 'soon' is not accepted; accepted: a duration in seconds such as \"3600s\" or "
         '"1.5s"',
     ]

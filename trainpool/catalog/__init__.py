@@ -1,9 +1,13 @@
-"""Machine types, accelerators, compatibility, egress and prices, as CSV data with sources.
+"""Machine types, TPUs, accelerators, regions, egress and prices, as CSV data with sources.
 
 The data lives in ``trainpool/catalog/data/*.csv``; every row has a ``source`` and a
-``verified`` flag. Prices are Compute Engine on-demand list prices in us-central1.
+``verified`` flag. Prices are Compute Engine (and Cloud TPU) list prices, on demand and on Spot,
+per region where a source gave them. ``python3 -m trainpool.catalog.refresh`` rebuilds the
+generated files from the saved pages in ``trainpool/catalog/refresh/pages``.
 """
 
+from trainpool.catalog.locations import nearest_first, regions_of, vertex_regions
+from trainpool.catalog.prices import hourly, priced_regions
 from trainpool.catalog.query import (
     UnknownName,
     accelerator,
@@ -14,16 +18,19 @@ from trainpool.catalog.query import (
     fixed_gpu,
     machine,
     machine_price,
+    refusal,
     vm_egress,
     vm_egress_gbps,
 )
 from trainpool.catalog.tables import Accelerator, Egress, FixedGpu, Machine, accelerators, machines
+from trainpool.catalog.tpus import TpuShape, tpu_shape, tpu_shapes
 
 __all__ = [
     "Accelerator",
     "Egress",
     "FixedGpu",
     "Machine",
+    "TpuShape",
     "UnknownName",
     "accelerator",
     "accelerator_by_enum",
@@ -32,9 +39,17 @@ __all__ = [
     "allowed_counts",
     "attachable",
     "fixed_gpu",
+    "hourly",
     "machine",
     "machine_price",
     "machines",
+    "nearest_first",
+    "priced_regions",
+    "refusal",
+    "regions_of",
+    "tpu_shape",
+    "tpu_shapes",
+    "vertex_regions",
     "vm_egress",
     "vm_egress_gbps",
 ]

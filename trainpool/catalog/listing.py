@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainpool.catalog.prices import hourly
 from trainpool.catalog.tables import accelerators, machines
+from trainpool.catalog.tpus import tpu_shapes
 
 
 def machine_rows(
@@ -25,11 +27,31 @@ def machine_rows(
                 "memory_gb": machine.memory_gb,
                 "gpus": f"{gpus.accelerator_count} x {gpus.accelerator_type}" if gpus else "",
                 "egress_gbps": machine.egress_gbps,
-                "usd_per_hour": machine.price_usd_per_hour,
+                "usd_per_hour": hourly(machine.name),
+                "spot_usd_per_hour": hourly(machine.name, spot=True),
                 "verified": machine.verified,
             }
         )
     return rows
+
+
+def tpu_rows(*, name: str = "") -> list[dict[str, Any]]:
+    """TPU machine types whose name contains ``name``, one row per allowed topology."""
+    return [
+        {
+            "machine_type": shape.machine_type,
+            "tpu": shape.version,
+            "tpu_topology": shape.topology or "-",
+            "accelerator": shape.accelerator_type or "-",
+            "chips": shape.chips,
+            "vms": shape.vms,
+            "usd_per_vm_hour": hourly(shape.machine_type),
+            "verified": shape.verified,
+        }
+        for shapes in tpu_shapes().values()
+        for shape in shapes
+        if name in shape.machine_type
+    ]
 
 
 def accelerator_rows(*, name: str = "") -> list[dict[str, Any]]:
@@ -37,8 +59,10 @@ def accelerator_rows(*, name: str = "") -> list[dict[str, Any]]:
     return [
         {
             "accelerator_type": acc.name,
-            "attach": "N1 machines" if acc.attach == "n1" else "built into its machine types",
-            "usd_per_gpu_hour": acc.price_usd_per_gpu_hour,
+            "attach": {"n1": "N1 machines", "tpu": "TPU machine types"}.get(
+                acc.attach, "built into its machine types"
+            ),
+            "usd_per_gpu_hour": hourly(acc.name),
             "verified": acc.verified,
         }
         for acc in accelerators().values()

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from functools import cache
 
+from trainpool.catalog.csvdata import read_rows
+from trainpool.catalog.prices import hourly
 from trainpool.catalog.tables import (
     Accelerator,
     Egress,
@@ -66,6 +69,7 @@ def attachable(machine_type: str) -> dict[str, tuple[int, ...]]:
     return {acc: counts for (m, acc), counts in n1_matrix().items() if m == machine_type}
 
 
+@cache
 def vm_egress(machine_type: str, accelerator_type: str | None = None, count: int = 0) -> Egress:
     """Maximum egress of one VM, GPUs included, with its source and verified flag.
 
@@ -91,12 +95,31 @@ def vm_egress_gbps(machine_type: str, accelerator_type: str | None = None, count
 
 def accelerator_price(accelerator_type: str) -> float | None:
     """On-demand $/GPU-hour in us-central1, or None when no price was found."""
-    return accelerator(accelerator_type).price_usd_per_gpu_hour
+    accelerator(accelerator_type)
+    return hourly(accelerator_type)
 
 
 def machine_price(machine_type: str) -> float | None:
-    """On-demand $/hour of the VM (fixed-GPU types include their GPUs), or None when unknown."""
-    return machine(machine_type).price_usd_per_hour
+    """On-demand $/hour of the VM in us-central1 (fixed-GPU types include their GPUs), or None."""
+    machine(machine_type)
+    return hourly(machine_type)
+
+
+@cache
+def _refused() -> dict[str, str]:
+    return {row["name"]: row["reason"] for row in read_rows("unsupported_machines.csv")}
+
+
+def refusal(machine_type: str) -> str | None:
+    """Why Vertex training refuses a Compute Engine machine type, or None when it is not listed.
+
+    A listed name ending in ``*`` covers the whole series (``n2d-*``).
+    """
+    refused = _refused()
+    if machine_type in refused:
+        return refused[machine_type]
+    series = machine_type.split("-", 1)[0] + "-*"
+    return refused.get(series)
 
 
 def accelerator_by_enum(number: int) -> str:

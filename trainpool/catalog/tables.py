@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+
+from trainpool.catalog.csvdata import flag as _flag
+from trainpool.catalog.csvdata import number as _num
+from trainpool.catalog.csvdata import read_rows as _rows
 
 
 @dataclass(frozen=True)
@@ -56,21 +58,6 @@ class Egress:
     gbps: float
     source: str
     verified: bool
-
-
-def _rows(name: str) -> list[dict[str, str]]:
-    text = resources.files("trainpool.catalog").joinpath("data", name).read_text("utf-8")
-    return list(csv.DictReader(text.splitlines()))
-
-
-def _num(text: str) -> float | None:
-    return float(text) if text else None
-
-
-def _flag(text: str) -> bool:
-    if text not in ("true", "false"):
-        raise ValueError(f"catalog flag {text!r} is not accepted; accepted: true, false")
-    return text == "true"
 
 
 @cache

@@ -20,10 +20,11 @@ app = typer.Typer(
 )
 
 _MODULES = (
-    "plan",  # plan, catalog
+    "plan",  # plan
+    "catalog",  # catalog
     "env",  # env
     "emulator",  # emulator
-    "jobs",  # jobs list|describe|logs|cancel
+    "jobs",  # jobs list|describe|logs|cancel|report
     "build",  # build-image
     "compile",  # compile [--check]
     "run",  # run PIPELINE --local

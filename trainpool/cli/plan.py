@@ -1,4 +1,4 @@
-"""``trainpool plan FILE [--json]`` and ``trainpool catalog``."""
+"""``trainpool plan FILE [--json]``."""
 
 from __future__ import annotations
 
@@ -14,9 +14,16 @@ from trainpool.cli._common import fail
 def plan_command(
     file: Annotated[Path, typer.Argument(help="Cluster request, YAML or JSON.")],
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
-    location: str = typer.Option("us-central1", help="Vertex location (picks the reducer image)."),
+    location: str = typer.Option(
+        "us-central1", help="Vertex location (checks what it offers; picks the reducer image)."
+    ),
     tuning_env: bool = typer.Option(False, "--tuning-env", help="Add all-reduce tuning env."),
     gradient_size_mb: float = typer.Option(100.0, help="Gradient size for all-reduce traffic."),
+    allow_unknown_machine_types: bool = typer.Option(
+        False,
+        "--allow-unknown-machine-types",
+        help="Accept machine types the catalog does not know, with a warning.",
+    ),
 ) -> None:
     """Validate a cluster request and print its CustomJobSpec, Reduction Server sizing and cost."""
     from trainpool.plan import PlanError, plan_cluster
@@ -24,7 +31,11 @@ def plan_command(
 
     try:
         plan = plan_cluster(
-            file, location=location, tuning_env=tuning_env, gradient_size_mb=gradient_size_mb
+            file,
+            location=location,
+            tuning_env=tuning_env,
+            gradient_size_mb=gradient_size_mb,
+            allow_unknown_machine_types=allow_unknown_machine_types,
         )
     except PlanError as err:
         fail(str(err))
@@ -34,32 +45,5 @@ def plan_command(
         typer.echo(markdown(plan.to_dict(), title=f"Cluster plan: {file}"))
 
 
-def catalog_command(
-    kind: str = typer.Option("all", help="machines, accelerators or all."),
-    name: str = typer.Option("", help="Only names containing this text."),
-    gpu: bool = typer.Option(False, "--gpu", help="Only machines with GPUs built in."),
-    min_gbps: float = typer.Option(0.0, help="Only machines with at least this egress."),
-    as_json: bool = typer.Option(False, "--json", help="Print rows as JSON."),
-) -> None:
-    """List machine types and accelerators Vertex training supports, with egress and prices."""
-    from trainpool.catalog.listing import accelerator_rows, machine_rows, table
-
-    kinds = ("all", "machines", "accelerators")
-    if kind not in kinds:
-        fail(f"--kind: {kind!r} is not accepted; accepted: {', '.join(kinds)}")
-    sections = []
-    if kind in ("all", "machines"):
-        sections.append(("machines", machine_rows(name=name, gpu_only=gpu, min_gbps=min_gbps)))
-    if kind in ("all", "accelerators"):
-        sections.append(("accelerators", accelerator_rows(name=name)))
-    if as_json:
-        typer.echo(json.dumps(dict(sections), indent=2))
-        return
-    for title, rows in sections:
-        typer.echo(f"{title} ({len(rows)})")
-        typer.echo(table(rows))
-
-
 def register(app: typer.Typer) -> None:
     app.command("plan")(plan_command)
-    app.command("catalog")(catalog_command)

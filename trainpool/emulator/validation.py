@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
 from trainpool.emulator.rpc import invalid
 
 PARENT = re.compile(r"^projects/[^/]+/locations/[^/]+$")
+ALLOW_UNKNOWN_ENV = "TRAINPOOL_EMULATOR_ALLOW_UNKNOWN_MACHINE_TYPES"
+"""Set to 1 to accept machine types the catalog does not know (refused by default)."""
 
 
 def check_parent(parent: str) -> None:
@@ -30,7 +33,9 @@ def check_job_spec(spec: dict[str, Any], field: str = "custom_job.job_spec") -> 
     from trainpool.plan import PlanError, validate_custom_job_spec
 
     try:
-        validate_custom_job_spec(spec)
+        validate_custom_job_spec(
+            spec, allow_unknown_machine_types=os.environ.get(ALLOW_UNKNOWN_ENV) == "1"
+        )
     except PlanError as err:
         raise invalid(f"{field}: {err}") from err
 

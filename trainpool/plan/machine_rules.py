@@ -7,6 +7,9 @@ from typing import Any
 from trainpool import catalog
 from trainpool.plan.findings import Findings, is_whole, show
 from trainpool.plan.naming import Namer
+from trainpool.plan.tpu_rules import check_tpu
+
+ESCAPE_HATCH = "allow_unknown_machine_types"
 
 
 def _suggest(err: catalog.UnknownName) -> str:
@@ -28,9 +31,19 @@ def gpu_count(machine: dict[str, Any]) -> int:
 
 
 def check_machine(
-    index: int, machine: Any, names: Namer, found: Findings, *, cpu_only: bool = False
+    index: int,
+    machine: Any,
+    names: Namer,
+    found: Findings,
+    *,
+    cpu_only: bool = False,
+    allow_unknown: bool = False,
 ) -> None:
-    """Machine type known; accelerators known, attachable, count allowed (unless ``cpu_only``)."""
+    """Machine type known; accelerators known, attachable, count allowed (unless ``cpu_only``).
+
+    A machine type the catalog does not know is an error, or with ``allow_unknown`` a warning
+    (only its accelerator type is checked then); a type Vertex is known to refuse stays an error.
+    """
     if not isinstance(machine, dict) or "machineType" not in machine:
         found.error(
             names.pool(index, "machineSpec.machineType"),
@@ -38,14 +51,21 @@ def check_machine(
         )
         return
     name = machine["machineType"]
+    shapes = catalog.tpu_shapes().get(str(name))
+    if shapes is not None and not cpu_only:
+        check_tpu(index, machine, shapes, names, found)
+        return
     try:
         known = catalog.machine(str(name))
     except catalog.UnknownName as err:
-        found.error(
-            names.pool(index, "machineSpec.machineType"),
-            f"{show(name)} is not a machine type Vertex training supports; {_suggest(err)}",
-        )
+        _unknown(index, machine, err, names, found, allow_unknown=allow_unknown)
         return
+    if machine.get("tpuTopology") is not None:
+        found.error(
+            names.pool(index, "machineSpec.tpuTopology"),
+            f"{show(machine['tpuTopology'])} on {name}; accepted: only with a TPU machine type "
+            "(ct5lp-hightpu-*, ct6e-standard-*)",
+        )
     if cpu_only:
         return
     accel = machine.get("acceleratorType")
@@ -98,12 +118,50 @@ def check_machine(
         )
 
 
+def _unknown(
+    index: int,
+    machine: dict[str, Any],
+    err: catalog.UnknownName,
+    names: Namer,
+    found: Findings,
+    *,
+    allow_unknown: bool,
+) -> None:
+    field = names.pool(index, "machineSpec.machineType")
+    name = show(machine["machineType"])
+    reason = catalog.refusal(str(machine["machineType"]))
+    if reason is not None:
+        found.error(field, f"{name} is not accepted by Vertex training: {reason}; {_suggest(err)}")
+    elif not allow_unknown:
+        found.error(
+            field,
+            f"{name} is not a machine type Vertex training supports; {_suggest(err)}; or set "
+            f"{ESCAPE_HATCH} if Vertex has it and the catalog does not yet",
+        )
+        return
+    else:
+        found.warn(
+            field,
+            f"{name} is not in the catalog; accepted because {ESCAPE_HATCH} is set: Vertex "
+            "decides, and the plan checks no accelerator counts, egress or price for it",
+        )
+    accel = machine.get("acceleratorType")
+    if accel is not None and reason is None:
+        try:
+            catalog.accelerator(str(accel))
+        except catalog.UnknownName as bad:
+            found.error(
+                names.pool(index, "machineSpec.acceleratorType"),
+                f"{show(accel)} is not a known accelerator type; {_suggest(bad)}",
+            )
+
+
 def _attachable_text(machine_type: str) -> str:
     options = catalog.attachable(machine_type)
     if not options:
         return (
             "no accelerators (CPU-only machine type); GPUs go on n1-* machines or come "
-            "with a2-*, a3-*, a4-*, g2-*, g4-* types"
+            "with a2-*, a3-*, a4-*, g2-*, g4-* types; TPUs come with ct5lp-*, ct6e-*, cloud-tpu"
         )
     return "; ".join(f"{acc} x {', '.join(map(str, n))}" for acc, n in sorted(options.items()))
 

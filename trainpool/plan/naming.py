@@ -15,6 +15,7 @@ _POOL_FIELDS = {
     "machineSpec.machineType": "machine_type",
     "machineSpec.acceleratorType": "accelerator_type",
     "machineSpec.acceleratorCount": "accelerator_count",
+    "machineSpec.tpuTopology": "tpu_topology",
     "diskSpec.bootDiskType": "boot_disk_type",
     "diskSpec.bootDiskSizeGb": "boot_disk_size_gb",
     "containerSpec": "image_uri",

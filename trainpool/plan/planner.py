@@ -10,7 +10,7 @@ from typing import Any
 from trainpool import catalog
 from trainpool.cluster_env.layout import is_reduction_server
 from trainpool.plan.cluster_rules import gpu_replicas
-from trainpool.plan.cost import job_cost
+from trainpool.plan.cost import cluster_cost
 from trainpool.plan.errors import PlanError, Problem
 from trainpool.plan.findings import Findings
 from trainpool.plan.naming import Namer, RequestNamer, RestNamer
@@ -91,7 +91,18 @@ def _size(
     """Set pool 2's replica count (sized unless ``given``) and describe the sizing."""
     machine = pools[2]["machineSpec"]["machineType"]
     worker_gbps = worker_egress_gbps(pools)
-    per_reducer = catalog.vm_egress_gbps(machine)
+    try:
+        per_reducer = catalog.vm_egress_gbps(machine)
+    except catalog.UnknownName:
+        raise PlanError(
+            [
+                Problem(
+                    names.pool(2, "machineSpec.machineType"),
+                    f"{machine!r} is not in the catalog, so its egress is unknown; accepted: a "
+                    "known CPU machine type such as n1-highcpu-16 (reducers are sized by egress)",
+                )
+            ]
+        ) from None
     sized = reducer_count(worker_gbps, per_reducer)
     count = given if given is not None else sized
     pools[2]["replicaCount"] = count
@@ -123,9 +134,11 @@ def _finish(
     gradient_size_mb: float,
     tuning_env: bool,
     names: Namer,
+    allow_unknown: bool = False,
+    location: str | None = None,
 ) -> Plan:
     pools = spec["workerPoolSpecs"]
-    checked = check(spec, names, launch=False)
+    checked = check(spec, names, launch=False, allow_unknown=allow_unknown, location=location)
     found.problems += checked.problems
     found.raise_if_any()
     found.warnings += checked.warnings
@@ -135,7 +148,7 @@ def _finish(
     if tuning_env:
         add_tuning_env(pools)
     pools[:] = [_ordered(pool) for pool in pools]
-    cost = job_cost(pools)
+    cost = cluster_cost(pools)
     if cost["unpriced"]:
         found.warn(
             "cost", f"no list price for {', '.join(cost['unpriced'])}; totals leave them out"
@@ -153,8 +166,14 @@ def plan_cluster(
     location: str = "us-central1",
     tuning_env: bool = False,
     gradient_size_mb: float = 100.0,
+    allow_unknown_machine_types: bool = False,
 ) -> Plan:
-    """Validate and plan a cluster request; PlanError lists every problem, by request field."""
+    """Validate and plan a cluster request; PlanError lists every problem, by request field.
+
+    A pool whose machine or accelerator is not offered in ``location`` is refused (where the
+    catalog has region data); an unknown machine type is accepted with a warning when
+    ``allow_unknown_machine_types`` (or the request's field of that name) is set.
+    """
     try:
         req = load_request(request)
     except SpecError as err:
@@ -191,6 +210,8 @@ def plan_cluster(
         gradient_size_mb=gradient_size_mb,
         tuning_env=tuning_env,
         names=names,
+        allow_unknown=allow_unknown_machine_types or bool(req.allow_unknown_machine_types),
+        location=location,
     )
 
 

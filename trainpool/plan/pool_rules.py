@@ -14,12 +14,20 @@ BOOT_DISK_GB = (100, 64000)
 
 
 def check_pool(
-    index: int, pool: dict[str, Any], names: Namer, found: Findings, *, launch: bool
+    index: int,
+    pool: dict[str, Any],
+    names: Namer,
+    found: Findings,
+    *,
+    launch: bool,
+    allow_unknown: bool = False,
 ) -> None:
     """Every rule of one non-empty pool; ``launch=False`` while planning (image comes later)."""
     reducer = index == 2 and is_reduction_server(pool)
     _check_replicas(index, pool.get("replicaCount"), names, found, launch=launch, reducer=reducer)
-    check_machine(index, pool.get("machineSpec"), names, found, cpu_only=reducer)
+    check_machine(
+        index, pool.get("machineSpec"), names, found, cpu_only=reducer, allow_unknown=allow_unknown
+    )
     _check_disk(index, pool.get("diskSpec") or {}, names, found)
     if not reducer:
         _check_runtime(index, pool, names, found, launch=launch)

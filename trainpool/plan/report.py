@@ -75,6 +75,24 @@ def sizing_lines(sizing: dict[str, Any]) -> list[str]:
     ]
 
 
+def _money(value: float | None) -> str:
+    return "unpriced (no Spot price in the catalog)" if value is None else f"${value:.2f}/h"
+
+
+def cost_lines(cost: dict[str, Any]) -> list[str]:
+    """Markdown lines: the same cluster on Spot, and in the cheapest region the catalog prices."""
+    lines = [f"**On Spot (us-central1):** {_money(cost['spotPerHour'])}."]
+    best = cost["cheapestRegion"]
+    if best is None:
+        lines.append("**Cheapest region:** unknown (a pool has no price in any region).")
+    else:
+        lines.append(
+            f"**Cheapest region:** {best['region']}, ${best['perHour']:.2f}/h on demand, "
+            f"{_money(best['spotPerHour'])} on Spot ({best['note']})."
+        )
+    return lines
+
+
 def markdown(plan: dict[str, Any], title: str = "Cluster plan", pipeline_image: str = "") -> str:
     """The whole plan as a Markdown document; ``pipeline_image``: what image-less pools get."""
     cost = plan["cost"]
@@ -82,6 +100,7 @@ def markdown(plan: dict[str, Any], title: str = "Cluster plan", pipeline_image: 
     if plan["reductionServer"] is not None:
         lines += [*sizing_lines(plan["reductionServer"]), ""]
     lines.append(f"**Cost:** ${cost['jobPerHour']:.2f}/h ({cost['pricing']}).")
+    lines += ["", *cost_lines(cost)]
     found = warnings(plan, pipeline_image)
     if found:
         lines += ["", "### Warnings", "", *(f"- {warning}" for warning in found)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import cache
 from typing import Any
 
 from trainpool import catalog
@@ -20,18 +21,24 @@ BYTES_PER_MB = 1024 * 1024
 
 
 def worker_egress_gbps(pools: list[dict[str, Any]]) -> float:
-    """Total egress of the GPU replicas in pools 0 and 1."""
-    total = Fraction(0)
+    """Total egress of the GPU replicas in pools 0 and 1.
+
+    Catalog egress figures are whole Gbps, so a float sum of them is exact.
+    """
+    total = 0.0
     for pool in pools[:2]:
         machine = (pool or {}).get("machineSpec") or {}
         gpus = gpu_count(machine)
         if not pool or gpus == 0:
             continue
-        egress = catalog.vm_egress_gbps(
-            machine["machineType"], machine.get("acceleratorType"), gpus
-        )
-        total += Fraction(egress) * int(pool.get("replicaCount", 1))
-    return float(total)
+        try:
+            egress = catalog.vm_egress_gbps(
+                machine["machineType"], machine.get("acceleratorType"), gpus
+            )
+        except catalog.UnknownName:
+            continue
+        total += egress * int(pool.get("replicaCount", 1))
+    return total
 
 
 def reducer_count(worker_gbps: float, reducer_gbps: float) -> int:
@@ -39,6 +46,7 @@ def reducer_count(worker_gbps: float, reducer_gbps: float) -> int:
     return max(1, math.ceil(Fraction(worker_gbps) / Fraction(reducer_gbps)))
 
 
+@cache
 def cheapest_reducer() -> str:
     """The CPU machine with the lowest $/Gbps-hour among verified ones of >= 32 Gbps."""
     eligible = [

@@ -14,14 +14,23 @@ from trainpool.plan.findings import Findings
 from trainpool.plan.job_rules import check_job, check_keys
 from trainpool.plan.naming import Namer, RestNamer
 from trainpool.plan.pool_rules import check_pool
+from trainpool.plan.region_rules import check_location
+from trainpool.plan.tpu_rules import check_tpu_cluster
 from trainpool.spec.keys import coerce_ints, to_rest
 from trainpool.spec.normalize import normalize_spec
 
 POOL_ROLES = "pool 0 primary, 1 workers, 2 parameter servers or Reduction Server, 3 evaluators"
 
 
-def check(spec: dict[str, Any], names: Namer, *, launch: bool) -> Findings:
-    """Problems and warnings of a normalized REST spec."""
+def check(
+    spec: dict[str, Any],
+    names: Namer,
+    *,
+    launch: bool,
+    allow_unknown: bool = False,
+    location: str | None = None,
+) -> Findings:
+    """Problems and warnings of a normalized REST spec (``location``: also where it runs)."""
     found = Findings()
     pools = spec.get("workerPoolSpecs")
     if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
@@ -42,18 +51,24 @@ def check(spec: dict[str, Any], names: Namer, *, launch: bool) -> Findings:
         )
     for index, pool in enumerate(pools[:4]):
         if pool:
-            check_pool(index, pool, names, found, launch=launch)
+            check_pool(index, pool, names, found, launch=launch, allow_unknown=allow_unknown)
     check_cluster(pools[:4], names, found)
+    check_tpu_cluster(pools, names, found)
+    if location is not None:
+        check_location(pools, location, names, found)
     check_job(spec, names, found)
     return found
 
 
-def validate_custom_job_spec(spec: dict[str, Any], *, launch: bool = True) -> list[str]:
+def validate_custom_job_spec(
+    spec: dict[str, Any], *, launch: bool = True, allow_unknown_machine_types: bool = False
+) -> list[str]:
     """Warnings for a spec Vertex would accept; PlanError (every problem) for one it would not.
 
     Accepts camelCase REST JSON or the snake_case ``CustomJobSpec.to_dict()``. With
     ``launch=False`` (a plan still waiting for its built image) a pool without an image
     and a Reduction Server without a replica count are allowed.
+    ``allow_unknown_machine_types`` turns an unknown machine type into a warning.
     """
     found = Findings()
     if not isinstance(spec, dict):
@@ -61,6 +76,11 @@ def validate_custom_job_spec(spec: dict[str, Any], *, launch: bool = True) -> li
         found.raise_if_any()
     check_keys(to_rest(coerce_ints(spec)), found)
     found.raise_if_any()
-    found = check(normalize_spec(spec), RestNamer(), launch=launch)
+    found = check(
+        normalize_spec(spec),
+        RestNamer(),
+        launch=launch,
+        allow_unknown=allow_unknown_machine_types,
+    )
     found.raise_if_any()
     return found.warnings

@@ -63,6 +63,8 @@ def render_pool(pool: Pool | ReducerPool, request: ClusterRequest) -> dict[str, 
         machine["acceleratorType"] = pool.accelerator_type
     if pool.accelerator_count is not None:
         machine["acceleratorCount"] = pool.accelerator_count
+    if pool.tpu_topology is not None:
+        machine["tpuTopology"] = pool.tpu_topology
     spec: dict[str, Any] = {"machineSpec": machine}
     if pool.replica_count is not None:
         spec["replicaCount"] = pool.replica_count

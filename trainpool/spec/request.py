@@ -38,6 +38,7 @@ class _Machine(_Model):
     machine_type: str | None = None
     accelerator_type: str | None = None
     accelerator_count: Int | None = None
+    tpu_topology: str | None = Field(default=None, description='a TPU slice shape such as "2x2"')
     boot_disk_type: str | None = None
     boot_disk_size_gb: Int | None = None
 
@@ -87,6 +88,10 @@ class ClusterRequest(_Model):
     encryption_key: str | None = None
     tensorboard: str | None = None
     persistent_resource_id: str | None = None
+    allow_unknown_machine_types: bool | None = Field(
+        default=None,
+        description="accept machine types the catalog does not know (with a warning)",
+    )
 
 
 def _accepted_keys(loc: tuple[Any, ...]) -> list[str]:
