@@ -7,7 +7,7 @@ import io
 import sys
 from pathlib import Path
 
-from trainpool.catalog.refresh.build import GENERATED, Rows
+from trainpool.catalog.refresh.generators import GENERATED, Rows
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
