@@ -20,6 +20,7 @@ def plan_cluster(
     reduction_server: str = "request",
     tuning_env: bool = False,
     pipeline_image: str = "",
+    pipeline_source: str = "",
     allow_unknown_machine_types: bool = False,
 ) -> NamedTuple(
     "Outputs",
@@ -37,13 +38,17 @@ def plan_cluster(
     catalog does not know (with a warning). Writes the plan as a Markdown table to plan_report.
     pipeline_image is the image the pipeline gives pools that name none (what it
     builds or takes as given); with it, the "no container image" warnings are left
-    out of warnings and the report, since those pools will get it.
+    out of warnings and the report, since those pools will get it. pipeline_source is
+    the trainer the pipeline builds that image from (when image_uri names only a
+    repository, or nothing); it does the same.
     job_fields holds the CustomJob fields outside its spec (labels, encryptionSpec)
     for launch_custom_job and hyperparameter_sweep.
     """
     from trainpool.plan import plan_cluster as plan
     from trainpool.plan.report import markdown, warnings
     from trainpool.spec import apply_overrides, coerce_ints
+
+    supplied = pipeline_image or (f"built from {pipeline_source}" if pipeline_source else "")
 
     request = apply_overrides(
         coerce_ints(cluster_request),
@@ -60,9 +65,9 @@ def plan_cluster(
         allow_unknown_machine_types=allow_unknown_machine_types,
     ).to_dict()
     with open(plan_report.path, "w", encoding="utf-8") as report:
-        report.write(markdown(result, pipeline_image=pipeline_image))
+        report.write(markdown(result, pipeline_image=supplied))
     spec = result["customJobSpec"]
     sizing = result["reductionServer"]
     fields = result["customJob"]
-    found = warnings(result, pipeline_image)
+    found = warnings(result, supplied)
     return spec["workerPoolSpecs"], spec, sizing or {}, found, bool(sizing), fields

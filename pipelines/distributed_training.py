@@ -27,7 +27,6 @@ DEFAULT_REQUEST: dict = {
     "primary": {"machine_type": "n1-standard-4"},
     "workers": {"replica_count": 2, "machine_type": "n1-standard-4"},
     "args": ["--epochs=2"],
-    "base_output_directory": "gs://trainpool-local/distributed-training",
 }
 
 
@@ -48,8 +47,10 @@ DEFAULT_STUDY: dict = {
     description="Plan a Vertex training cluster, build the trainer image, and train or sweep.",
 )
 def distributed_training(
-    project: str = "local-project",
-    location: str = "us-central1",
+    # the pipeline run's own project and region, as Google's own pipelines default them
+    # (GCPC v1/model_evaluation/evaluation_feature_attribution_pipeline.py)
+    project: str = "{{$.pipeline_google_cloud_project_id}}",
+    location: str = "{{$.pipeline_google_cloud_location}}",
     display_name: str = "distributed-training",
     cluster_request: dict = DEFAULT_REQUEST,
     worker_count: int = -1,
@@ -58,8 +59,8 @@ def distributed_training(
     accelerator_count: int = -1,
     reduction_server: str = "request",
     tuning_env: bool = False,
-    source_dir: str = "examples/pytorch_ddp",
-    image_uri: str = "us-docker.pkg.dev/local-project/trainpool/pytorch-ddp",
+    source_dir: str = "",
+    image_uri: str = "",
     framework: str = "pytorch",
     build_backend: str = "auto",
     study: dict = DEFAULT_STUDY,
@@ -73,8 +74,12 @@ def distributed_training(
 
     Knobs: worker_count, machine_type (primary and workers), accelerator_type and
     accelerator_count override the request when not -1 / ""; reduction_server is
-    "request", "on" or "off". source_dir is the trainer folder (or gs:// path) to
-    build into image_uri; with source_dir "" the image_uri is used as given (no build).
+    "request", "on" or "off". source_dir is the trainer to build into image_uri: a
+    local folder, which `trainpool submit` and `trainpool run --local` upload under the
+    pipeline root as gs://.../trainpool/sources/<digest>.tar.gz, or such a URI
+    (`trainpool upload-source`); image_uri "" is LOCATION-docker.pkg.dev/PROJECT/trainpool/
+    trainer. With source_dir "" the image_uri is used as given (no build). project and
+    location default to the pipeline run's.
     max_trial_count 0 runs one CustomJob instead of a sweep. Outputs the plan report
     and the gcp_resources that name the job (the sweep's or the single job's).
     """
@@ -88,6 +93,7 @@ def distributed_training(
         reduction_server=reduction_server,
         tuning_env=tuning_env,
         pipeline_image=image_uri,  # build_image's target, or the image used as given
+        pipeline_source=source_dir,
     ).set_display_name("plan cluster")
     spec = plan.outputs["custom_job_spec"]
     job_fields = plan.outputs["job_fields"]

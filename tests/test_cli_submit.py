@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.server
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from trainpool.vertex import clients
 
 pytestmark = pytest.mark.timeout(120)
 
+PIPELINE = Path(__file__).resolve().parents[1] / "pipelines" / "distributed_training.yaml"
 PARENT = "projects/demo-project/locations/us-central1"
 TARGET = ["--project", "demo-project", "--location", "us-central1"]
 TARGET += ["--pipeline-root", "gs://demo-bucket/root"]
@@ -29,8 +32,11 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """An emulator on ``tmp_path``, whose local store has the pipeline root's bucket."""
+    (tmp_path / "gcs" / "demo-bucket").mkdir(parents=True)
     with emulator.start(tmp_path) as running:
         monkeypatch.setenv(config.EMULATOR_ENV, running.address)
+        monkeypatch.setenv(config.HOME_ENV, str(tmp_path))
         yield
 
 
@@ -49,7 +55,7 @@ def test_submit_creates_one_run_with_the_parameters(tiny: Path, emu: None) -> No
     jobs = list(clients.pipeline_client("us-central1").list_pipeline_jobs(parent=PARENT))
     assert len(jobs) == 1
     job_id = jobs[0].name.rsplit("/", 1)[1]
-    assert result.output == (
+    assert result.stdout == (
         f"submitted {jobs[0].name} (PIPELINE_STATE_RUNNING)\n"
         "https://console.cloud.google.com/vertex-ai/locations/us-central1/pipelines/runs/"
         f"{job_id}?project=demo-project\n"
@@ -62,12 +68,12 @@ def test_schedule_is_created_then_replaced(tiny: Path, emu: None) -> None:
     args += ["--service-account", "sa@demo-project.iam.gserviceaccount.com"]
     first = submit(*args, "--param", "b=3")
     assert first.exit_code == 0, first.stderr
-    assert first.output == (
+    assert first.stdout == (
         f"schedule {PARENT}/schedules/1000 (TZ=America/New_York 30 2 * * 1, max 1 concurrent run)\n"
     )
     second = submit(*args, "--param", "b=4")
     assert second.exit_code == 0, second.stderr
-    assert second.output == (
+    assert second.stdout == (
         f"schedule {PARENT}/schedules/1001 (TZ=America/New_York 30 2 * * 1, max 1 concurrent run)\n"
         f"replaced {PARENT}/schedules/1000\n"
     )
@@ -114,3 +120,68 @@ def test_missing_pipeline_file(tmp_path: Path) -> None:
     result = submit(str(tmp_path / "absent.yaml"), *TARGET)
     assert result.exit_code == 2
     assert result.stderr.startswith("PIPELINE: [Errno 2] No such file or directory")
+
+
+class Registry(http.server.BaseHTTPRequestHandler):
+    """A loopback registry speaking the one call of the Docker Registry API v2 that
+    `trainpool submit` makes: HEAD /v2/<name>/manifests/<reference>."""
+
+    known = {"/v2/team/components/manifests/sha256:" + "a" * 64}
+
+    def do_HEAD(self) -> None:  # noqa: N802 (http.server's name)
+        self.send_response(200 if self.path in self.known else 404)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def registry() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Registry)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def nothing_created() -> bool:
+    listed = clients.pipeline_client("us-central1").list_pipeline_jobs(parent=PARENT)
+    return list(listed) == []
+
+
+def test_a_missing_bucket_is_refused_and_nothing_created(tiny: Path, emu: None) -> None:
+    args = ["--project", "demo-project", "--location", "us-central1"]
+    result = submit(str(tiny), *args, "--pipeline-root", "gs://no-such-bucket/root")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "--pipeline-root: 'gs://no-such-bucket/root': the bucket does not exist; accepted: "
+        "a bucket you created (trainpool does not create it)"
+    ]
+    assert nothing_created()
+
+
+def test_an_image_its_registry_lacks_is_refused_and_nothing_created(
+    tiny: Path, emu: None, registry: str, tmp_path: Path
+) -> None:
+    missing, present = (
+        f"{registry}/team/components@sha256:{'b' * 64}",
+        f"{registry}/team/components@sha256:{'a' * 64}",
+    )
+    for image in (missing, present):
+        (tmp_path / "p.yaml").write_text(tiny.read_text().replace("python:3.11", image))
+        result = submit(str(tmp_path / "p.yaml"), *TARGET)
+        if image == missing:
+            assert result.exit_code == 2
+            assert (
+                f"components image '{missing}': the registry has no such manifest" in result.stderr
+            )
+            assert nothing_created()
+    assert result.exit_code == 0, result.stderr  # the image the registry has goes through
+
+
+def test_a_request_that_does_not_plan_is_refused_and_nothing_created(emu: None) -> None:
+    request = '{"primary": {"machine_type": "n1-standrd-4"}}'
+    result = submit(str(PIPELINE), *TARGET, "--param", f"cluster_request={request}")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("--param cluster_request: primary.machine_type: 'n1-standrd-4'")
+    assert nothing_created()

@@ -27,8 +27,13 @@ def test_builds_into_the_local_store_then_skips(tmp_path: Path) -> None:
     (src / "trainer" / "__init__.py").write_text("")
     (src / "trainer" / "task.py").write_text("from trainpool import runtime\n")
     build_image = components.load_component_from_file(str(SPEC))
-    first = build_image(source_dir=str(src), image_uri="local/demo", backend="local").outputs
-    second = build_image(source_dir=str(src), image_uri="local/demo", backend="local").outputs
+    where = {"project": "demo", "location": "us-central1"}  # kfp.local has no run to take them from
+    first = build_image(
+        source_dir=str(src), image_uri="local/demo", backend="local", **where
+    ).outputs
+    second = build_image(
+        source_dir=str(src), image_uri="local/demo", backend="local", **where
+    ).outputs
     assert (first["cached"], second["cached"]) == (False, True)
     assert first["image_uri"] == second["image_uri"]
     assert first["image_uri"].startswith("local/demo:ctx-")
@@ -40,5 +45,7 @@ def test_builds_into_the_local_store_then_skips(tmp_path: Path) -> None:
 
 def test_given_image_without_source_is_passed_through() -> None:
     build_image = components.load_component_from_file(str(SPEC))
-    outputs = build_image(source_dir="", image_uri="us-docker.pkg.dev/p/r/t:v1").outputs
+    outputs = build_image(
+        source_dir="", image_uri="us-docker.pkg.dev/p/r/t:v1", project="p", location="us-central1"
+    ).outputs
     assert outputs == {"image_uri": "us-docker.pkg.dev/p/r/t:v1", "cached": True}

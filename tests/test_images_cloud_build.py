@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.storage import storage_emulator
 from google.cloud.devtools.cloudbuild_v1 import types
 
 import trainpool.emulator as emulator
@@ -29,22 +29,10 @@ CLI = "from trainpool.cli import main; main()"
 REPO = "us-central1-docker.pkg.dev/demo/trainpool/tiny"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def gcs(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    from gcp_storage_emulator.server import create_server
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True, default_bucket=BUCKET)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+    with storage_emulator(monkeypatch, BUCKET) as url:
+        yield url
 
 
 @pytest.fixture

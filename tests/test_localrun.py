@@ -123,7 +123,8 @@ def test_run_succeeds_with_its_own_emulator(tiny: Path, tmp_path: Path, no_emula
         ("describe", "SUCCEEDED"),
     ]
     assert EMULATOR_ENV not in os.environ
-    assert result.run_dir is not None and result.run_dir.parent == tmp_path / "pipeline-root"
+    runs = tmp_path / "gcs" / "local-pipeline-root" / "runs"  # gs://local-pipeline-root/runs
+    assert result.run_dir is not None and result.run_dir.parent == runs
     assert (result.run_dir / "add" / "executor_output.json").is_file()
     assert "Executing task" in result.transcript.read_text()
     assert (tmp_path / "emulator.sqlite").is_file()
@@ -190,3 +191,36 @@ def test_cli_run_refuses_bad_input_before_running(tiny: Path, tmp_path: Path) ->
     assert bad.exit_code == 2
     assert bad.stderr == "--param a=x: a is NUMBER_INTEGER; accepted: a whole number such as 3\n"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def where(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return compile_fixture("where", tmp_path_factory.mktemp("where"))
+
+
+def test_a_task_runs_outside_the_checkout_with_the_runs_project_and_no_shell_env(
+    where: Path, tmp_path: Path, no_emulator: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRAINPOOL_TEST_SENTINEL", "from-my-shell")
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/of/mine")
+    result = run_local(
+        where, {"path": str(where)}, tmp_path, project="demo-project", location="europe-west4"
+    )
+    assert result.ok, result.error
+    seen = json.loads(result.outputs["Output"])
+    assert seen["project"] == "demo-project" and seen["location"] == "europe-west4"
+    assert Path(seen["cwd"]).is_relative_to(tmp_path / "localrun"), seen["cwd"]
+    assert not Path(seen["cwd"]).is_relative_to(Path(__file__).resolve().parents[1])
+    assert seen["env"] == {"TRAINPOOL_TEST_SENTINEL": None, "PYTHONPATH": None}
+    assert os.environ["TRAINPOOL_TEST_SENTINEL"] == "from-my-shell", "the caller's env is back"
+
+
+def test_a_task_that_reads_a_checkout_path_fails_naming_it(
+    where: Path, tmp_path: Path, no_emulator: None
+) -> None:
+    relative = "tests/fixtures/pipelines/where.py"
+    assert Path(relative).is_file(), "the path exists in the checkout the test runs from"
+    result = run_local(where, {"path": relative}, tmp_path)
+    assert result.state == "FAILED"
+    [task] = [t for t in result.tasks if t.state == "FAILED"]
+    assert any(relative in line and "No such file" in line for line in task.tail), task.tail

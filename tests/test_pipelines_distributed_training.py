@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,59 @@ def test_a_bad_request_fails_the_run_before_any_job(tmp_path: Path, own_emulator
     assert result.state == "FAILED"
     assert "n1-standrad-4" in result.error or "plan-cluster" in result.error
     assert result.jobs == []
+
+
+def test_the_checked_in_yaml_names_only_the_published_image_and_no_laptop_defaults() -> None:
+    text = PIPELINE.read_text()
+    published = compiling.published_image(ROOT)
+    images = set(re.findall(r"^\s+image: (\S+)$", text, flags=re.M))
+    assert images == {published} and "@sha256:" in published
+    for laptop in ("local-project", "trainpool-local", "examples/"):
+        assert laptop not in text
+    inputs = yaml.safe_load(text)["root"]["inputDefinitions"]["parameters"]
+    assert inputs["project"]["defaultValue"] == "{{$.pipeline_google_cloud_project_id}}"
+    assert inputs["location"]["defaultValue"] == "{{$.pipeline_google_cloud_location}}"
+
+
+def test_submitted_to_the_emulator_with_only_a_source_dir_from_elsewhere_it_succeeds(
+    tmp_path: Path, own_emulator: None
+) -> None:
+    from trainpool.images.service import build_image
+    from trainpool.vertex.clients import pipeline_client
+
+    root, elsewhere = tmp_path / "store", tmp_path / "elsewhere"
+    (root / "gcs" / "demo-bucket").mkdir(parents=True)
+    elsewhere.mkdir()
+    published = build_image(
+        ROOT, image_uri="local/trainpool-components", backend="local", root=root
+    )
+    assert published.image_uri == compiling.published_image(ROOT), "the YAML's image, rebuilt"
+    with emulator.start(root) as emu:
+        env = dict(os.environ, **{EMULATOR_ENV: emu.address, "TRAINPOOL_HOME": str(root)})
+        cli = "from trainpool.cli import main; main()"
+        target = ["--project", "demo-project", "--location", "us-central1"]
+        target += ["--pipeline-root", "gs://demo-bucket/runs"]
+        done = subprocess.run(
+            [sys.executable, "-c", cli, "submit", str(PIPELINE), *target]
+            + ["--param", f"source_dir={EXAMPLE}"],
+            cwd=elsewhere,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "note:" not in done.stderr, "the published components image is in the store"
+        name = done.stdout.split()[1]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(EMULATOR_ENV, emu.address)
+            client = pipeline_client("us-central1")
+            for _ in range(360):
+                job = client.get_pipeline_job(name=name)
+                if job.state.name in ("PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED"):
+                    break
+                time.sleep(0.5)
+    run_log = (root / "pipelines" / name.rsplit("/", 1)[1] / "run.log").read_text()
+    assert job.state.name == "PIPELINE_STATE_SUCCEEDED", run_log[-3000:]
+    source = str(job.runtime_config.parameter_values["source_dir"])
+    assert source.startswith("gs://demo-bucket/runs/trainpool/sources/"), source

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import filecmp
 import importlib
+import json
 import os
 import pkgutil
 import re
@@ -138,9 +139,54 @@ def _compile_here(root: Path, out_dir: Path) -> None:
         print(target.output)
 
 
-def compile_to(root: Path, out_dir: Path) -> list[Path]:
-    """Compile every target of ``root`` into ``out_dir``; return the written files."""
+PUBLISHED_IMAGE = "components-image.json"
+"""Written by ``trainpool publish``: the components image every compiled task names."""
+
+
+def published_image(root: Path) -> str:
+    """The components image ``trainpool publish`` recorded for ``root``, or "" if none."""
+    path = root / PUBLISHED_IMAGE
+    if not path.is_file():
+        return ""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    image = record.get("image") if isinstance(record, dict) else None
+    if not isinstance(image, str) or not image:
+        raise ValueError(f"{path}: no 'image'; accepted: the file `trainpool publish` writes")
+    return image
+
+
+def stale_image(root: Path) -> str | None:
+    """Why the recorded components image is not one of ``root``'s current sources, or None.
+
+    The image is named by the digest of the root Dockerfile's build context (trainpool's
+    sources and constraints); a change to any of them needs ``trainpool publish`` again.
+    """
+    path = root / PUBLISHED_IMAGE
+    if not path.is_file():
+        return None
+    from trainpool.images import builder
+
+    recorded = json.loads(path.read_text(encoding="utf-8")).get("contextDigest", "")
+    context, _ = builder.prepare(builder.BuildRequest(source_dir=root, repository="local/x"))
+    current = f"sha256:{context.digest}"
+    if recorded == current:
+        return None
+    return (
+        f"{PUBLISHED_IMAGE} (the components image was published from sources {recorded[:19]}, "
+        f"they are now {current[:19]}: run `trainpool publish`)"
+    )
+
+
+def compile_to(root: Path, out_dir: Path, image: str = "") -> list[Path]:
+    """Compile every target of ``root`` into ``out_dir``; return the written files.
+
+    Every task names ``image``, else the image ``trainpool publish`` recorded, else
+    ``$TRAINPOOL_COMPONENTS_IMAGE`` or the default of ``trainpool.config``.
+    """
     env = dict(os.environ, PYTHONHASHSEED="0")
+    chosen = image or published_image(root)
+    if chosen:
+        env["TRAINPOOL_COMPONENTS_IMAGE"] = chosen
     code = "import sys; from pathlib import Path; from trainpool.compiling import _compile_here;"
     code += " _compile_here(Path(sys.argv[1]), Path(sys.argv[2]))"
     done = subprocess.run(
@@ -154,9 +200,9 @@ def compile_to(root: Path, out_dir: Path) -> list[Path]:
     return [out_dir / line for line in done.stdout.splitlines() if line.endswith(".yaml")]
 
 
-def compile_all(root: Path) -> list[Path]:
+def compile_all(root: Path, image: str = "") -> list[Path]:
     """Write every compiled file in place; return their paths."""
-    return compile_to(root, root)
+    return compile_to(root, root, image)
 
 
 def stale_files(root: Path) -> list[str]:
@@ -173,4 +219,5 @@ def stale_files(root: Path) -> list[str]:
                 rel = str(leftover.relative_to(root))
                 if rel not in fresh:
                     stale.append(f"{rel} (no component or pipeline compiles to it)")
-        return stale
+        image = stale_image(root)
+        return stale + ([image] if image else [])

@@ -73,5 +73,22 @@ def build_image_command(
         typer.echo(f"{result['imageUri']} ({state}, {result['backend']})")
 
 
+def upload_source_command(
+    source_dir: Annotated[Path, typer.Argument(help="The trainer folder.")],
+    pipeline_root: Annotated[
+        str, typer.Option("--pipeline-root", help="gs://BUCKET/PATH of the runs.")
+    ],
+) -> None:
+    """Upload a trainer folder under the pipeline root; print the gs:// URI to pass as
+    source_dir (for runs started with the SDK's PipelineJob instead of `trainpool submit`)."""
+    from trainpool.images.sources import upload
+
+    try:
+        typer.echo(upload(source_dir, pipeline_root))
+    except (ValueError, FileNotFoundError) as err:
+        fail(str(err))
+
+
 def register(app: typer.Typer) -> None:
     app.command("build-image")(build_image_command)
+    app.command("upload-source")(upload_source_command)

@@ -27,6 +27,7 @@ _MODULES = (
     "jobs",  # jobs list|describe|logs|cancel|report
     "build",  # build-image
     "compile",  # compile [--check]
+    "publish",  # publish --project P --repository R | --local
     "run",  # run PIPELINE --local
     "submit",  # submit PIPELINE --project ...
 )

@@ -10,6 +10,7 @@ import typer
 
 from trainpool.cli._common import fail
 from trainpool.config import default_root
+from trainpool.localrun.defaults import DEFAULT_LOCATION, DEFAULT_PIPELINE_ROOT, DEFAULT_PROJECT
 
 PARAM_HELP = "NAME=VALUE, typed by the pipeline's inputs (JSON for lists and dicts); repeatable."
 
@@ -24,11 +25,22 @@ def run_command(
         Path | None,
         typer.Option("--root", help="The local store (default: $TRAINPOOL_HOME or ./.trainpool)."),
     ] = None,
+    project: Annotated[
+        str,
+        typer.Option(
+            envvar="GOOGLE_CLOUD_PROJECT", help="The run's project (fills the YAML's placeholder)."
+        ),
+    ] = DEFAULT_PROJECT,
+    location: Annotated[str, typer.Option(help="The run's region.")] = DEFAULT_LOCATION,
+    pipeline_root: Annotated[
+        str, typer.Option("--pipeline-root", help="gs://BUCKET/PATH in the local store.")
+    ] = DEFAULT_PIPELINE_ROOT,
 ) -> None:
     """Run a compiled pipeline locally and print its outputs; exit 1 when it fails.
 
     Starts the emulator unless VERTEX_AI_EMULATOR_HOST is set, and shows task,
-    job, replica and trial progress while it runs.
+    job, replica and trial progress while it runs. A local folder given as
+    source_dir is uploaded under the pipeline root first, as `trainpool submit` does.
     """
     if not local:
         fail("--local: not given; accepted: --local (to run on Vertex AI, use `trainpool submit`)")
@@ -45,7 +57,18 @@ def run_command(
     except (OSError, ValueError) as err:
         fail(f"PIPELINE: {err}")
     store = root or default_root()
-    result = run_local(pipeline, values, store, console=Console())
+    try:
+        result = run_local(
+            pipeline,
+            values,
+            store,
+            console=Console(),
+            project=project,
+            location=location,
+            pipeline_root=pipeline_root,
+        )
+    except ValueError as err:
+        fail(str(err))
     if not result.ok:
         typer.echo(f"pipeline {result.pipeline} FAILED: {result.error}", err=True)
         for task in result.tasks:

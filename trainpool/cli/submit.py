@@ -30,17 +30,25 @@ def submit_command(
         str, typer.Option("--display-name", help="Run or schedule name (default: pipeline name).")
     ] = "",
 ) -> None:
-    """Submit a PipelineJob with caching off.
+    """Submit a PipelineJob with caching off, after checking what would fail it.
 
-    With --schedule, create or replace the schedule of the same display name
-    instead (a schedule embeds its pipeline; at most one run at a time).
+    Refuses, creating nothing, when the pipeline root's bucket does not exist, an image
+    the tasks run in cannot be pulled, a parameter has the wrong type, or the cluster
+    request does not plan. A local folder given as source_dir is uploaded under the
+    pipeline root (content-addressed) and the run gets its gs:// URI. With --schedule,
+    create or replace the schedule of the same display name instead (a schedule embeds
+    its pipeline; at most one run at a time).
     """
     if timezone and not schedule:
         fail(f"--timezone: {timezone!r} without --schedule; accepted: --timezone with --schedule")
     from google.api_core import exceptions
 
+    from trainpool.images import sources
     from trainpool.localrun import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
+    from trainpool.localrun.params import pipeline_defaults
+    from trainpool.localrun.runner import SOURCE_PARAMETERS
     from trainpool.vertex import clients, pipelines
+    from trainpool.vertex.preflight import preflight
 
     target = pipelines.Target(project, location, pipeline_root, service_account)
     try:
@@ -58,8 +66,19 @@ def submit_command(
         cron = pipelines.cron_with_timezone(schedule, timezone) if schedule else ""
     except pipelines.SubmitError as err:
         problems += err.problems
+    notes: list[str] = []
+    if not problems:
+        problems += preflight(spec, values, pipeline_defaults(spec), pipeline_root, location, notes)
     if problems:
         fail("\n".join(problems))
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    try:
+        for name in SOURCE_PARAMETERS:
+            if values.get(name):
+                values[name] = sources.upload_param(name, str(values[name]), pipeline_root)
+    except (ValueError, FileNotFoundError) as err:
+        fail(str(err))
     try:
         job_id, job = pipelines.build_pipeline_job(pipeline, target, values, display_name)
     except pipelines.SubmitError as err:

@@ -151,6 +151,9 @@ class PipelineService:
         (folder / "pipeline.json").write_text(json.dumps(spec, sort_keys=True), encoding="utf-8")
         argv = [sys.executable, "-c", _RUN_CLI, "run", str(folder / "pipeline.json"), "--local"]
         argv += ["--root", str(self.state.root)]
+        _, project, _, location, *_ = job.name.split("/")
+        argv += ["--project", project, "--location", location]  # the run's own, as on Vertex
+        argv += ["--pipeline-root", job.runtime_config.gcs_output_directory]
         argv += param_args(values)
         env = dict(os.environ, **{EMULATOR_ENV: self.state.address, HOME_ENV: str(self.state.root)})
         launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from trainpool.config import default_root, emulator_host
-from trainpool.images import builder
+from trainpool.images import builder, sources
 from trainpool.images.builder import BuildResult
 from trainpool.images.local_backend import local_backend
 
@@ -61,9 +62,35 @@ def build_image(
 ) -> BuildResult:
     """Build ``source_dir`` into ``image_uri`` (a repository; the tag is the context digest).
 
-    Skips the build when an image of this exact context exists. Bad input raises
-    ValueError naming the field; a failed build raises RuntimeError.
+    ``source_dir`` is a folder, or a source object ``gs://.../trainpool/sources/<digest>.tar.gz``
+    (``images.sources``), read without the ``/gcs`` mount. Skips the build when an image of
+    this exact context exists. Bad input raises ValueError naming the field; a failed build
+    raises RuntimeError.
     """
+    source = str(source_dir)
+    if source.startswith("gs://"):
+        if not sources.is_source_object(source):
+            raise ValueError(
+                f"source_dir: {source!r} is not a packed source; accepted: a local folder, or "
+                f"gs://.../{sources.PREFIX}/<digest>{sources.SUFFIX} as `trainpool submit`, "
+                "`trainpool run --local` or `trainpool upload-source` make it"
+            )
+        with tempfile.TemporaryDirectory(prefix="trainpool-source-") as tmp:
+            folder = sources.unpack(source, Path(tmp) / "trainer")
+            return build_image(
+                folder,
+                image_uri=image_uri,
+                framework=framework,
+                reduction_server=reduction_server,
+                backend=backend,
+                project=project,
+                location=location,
+                base_image=base_image,
+                bucket=bucket,
+                build_args=build_args,
+                root=root,
+                log=log,
+            )
     use_cloud = uses_cloud_build(backend, project)
     src = Path(source_dir)
     request = builder.BuildRequest(

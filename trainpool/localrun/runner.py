@@ -1,10 +1,19 @@
 """Run a compiled pipeline YAML under kfp.local against the trainpool emulator.
 
-The YAML is loaded from disk with ``kfp.components.load_component_from_file``
-and called under ``kfp.local.init(SubprocessRunner(use_venv=False))``, so each
-lightweight component runs as a subprocess of this interpreter. The emulator
-is started in this process unless ``VERTEX_AI_EMULATOR_HOST`` already names
-one; the tasks inherit ``VERTEX_AI_EMULATOR_HOST`` and ``TRAINPOOL_HOME``.
+What Vertex AI Pipelines does before and around a run, the local run does too:
+
+- the run's project and location replace the Google Cloud placeholders
+  (``spec.placeholders``), in a resolved copy of the YAML kept with the transcript;
+- a local ``source_dir`` parameter is packed and uploaded under the pipeline root
+  (``images.sources``), and the tasks get its ``gs://`` URI;
+- the pipeline root is a ``gs://`` URI in the local store, so artifacts have the
+  Cloud Storage names they would have on Vertex;
+- each task runs outside the checkout, with the components image's environment
+  (``localrun.task_env``).
+
+The YAML is then called under ``kfp.local.init(SubprocessRunner(use_venv=False))``:
+each lightweight component runs as a subprocess of this interpreter. The emulator is
+started in this process unless ``VERTEX_AI_EMULATOR_HOST`` already names one.
 """
 
 from __future__ import annotations
@@ -22,6 +31,10 @@ from rich.console import Console
 from rich.live import Live
 
 from trainpool import config
+from trainpool.cluster_env import gcs
+from trainpool.images import sources
+from trainpool.images.storage import LOCAL_ROOT_ENV
+from trainpool.localrun.defaults import DEFAULT_LOCATION, DEFAULT_PIPELINE_ROOT, DEFAULT_PROJECT
 from trainpool.localrun.jobwatch import JobView, JobWatch
 from trainpool.localrun.params import (
     coerce_values,
@@ -30,11 +43,12 @@ from trainpool.localrun.params import (
     pipeline_inputs,
 )
 from trainpool.localrun.progress import Frame
+from trainpool.localrun.task_env import image_environ, task_environ
 from trainpool.localrun.tasklog import TaskLog, TaskState
+from trainpool.spec import placeholders
 
-PIPELINE_ROOT = "pipeline-root"
 TRANSCRIPTS = "localrun"
-DEFAULT_LOCATION = "us-central1"
+SOURCE_PARAMETERS = ("source_dir",)
 
 
 @dataclass
@@ -102,18 +116,45 @@ def _watch(root: Path, values: Mapping[str, Any], since: datetime) -> JobWatch |
     return JobWatch(root, project, str(location), since)
 
 
+@contextlib.contextmanager
+def task_surroundings(workdir: Path, environ: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, new subprocesses (kfp.local's tasks) start in ``workdir``, with
+    ``environ``."""
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(environ)
+    os.chdir(workdir)
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def _executor_image(spec: Mapping[str, Any]) -> str:
+    executors = spec.get("deploymentSpec", {}).get("executors", {})
+    images = {e.get("container", {}).get("image", "") for e in executors.values()}
+    return images.pop() if len(images) == 1 else ""
+
+
 def run_local(
     pipeline_path: str | Path,
     params: Mapping[str, Any],
     root: str | Path,
     *,
     console: Console | None = None,
+    project: str = DEFAULT_PROJECT,
+    location: str = DEFAULT_LOCATION,
+    pipeline_root: str = DEFAULT_PIPELINE_ROOT,
 ) -> RunResult:
-    """Run the pipeline with ``params`` (typed again against its inputs).
+    """Run the pipeline with ``params`` (typed again against its inputs) as ``project``'s run
+    in ``location``, its outputs under ``pipeline_root`` (``gs://`` in the local store).
 
-    A failed task gives a FAILED result rather than an exception.
-
-    ``console`` shows the live progress display; ``None`` runs quietly.
+    Bad input (a parameter, a ``source_dir`` that is not a folder, a pipeline root that is
+    not a ``gs://`` URI) raises ValueError before anything runs. A failed task gives a
+    FAILED result rather than an exception. ``console`` shows the live progress display;
+    ``None`` runs quietly.
     """
     from kfp import components, local
 
@@ -122,18 +163,33 @@ def run_local(
     name = str(spec["pipelineInfo"]["name"])
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    gcs_root = root / "gcs"
+    local_root_path = Path(gcs.to_path(pipeline_root, gcs_root, "pipeline_root"))
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    transcript = root / TRANSCRIPTS / f"{name}-{stamp}.log"
-    transcript.parent.mkdir(parents=True, exist_ok=True)
-    component = components.load_component_from_file(str(pipeline_path))
+    run_dir = root / TRANSCRIPTS / f"{name}-{stamp}"
+    (run_dir / "work").mkdir(parents=True)
+    transcript = run_dir.with_suffix(".log")
+    resolved = run_dir / "pipeline.yaml"
+    resolved.write_text(
+        placeholders.resolve(Path(pipeline_path).read_text(encoding="utf-8"), project, location),
+        encoding="utf-8",
+    )
+    with patched_environ({LOCAL_ROOT_ENV: str(gcs_root)}):
+        for param in SOURCE_PARAMETERS:
+            if values.get(param):
+                values[param] = sources.upload_param(param, str(values[param]), pipeline_root)
+    component = components.load_component_from_file(str(resolved))
     started = time.monotonic()
     since = datetime.now(timezone.utc)
-    watch = _watch(root, {**pipeline_defaults(spec), **values}, since)
+    defaults = load_pipeline_spec(resolved)
+    watch = _watch(root, {**pipeline_defaults(defaults), **values}, since)
     outputs: dict[str, Any] = {}
     error = ""
     with contextlib.ExitStack() as stack:
         stack.enter_context(emulator_for(root))
-        stack.enter_context(patched_environ({config.HOME_ENV: str(root)}))
+        stack.enter_context(
+            patched_environ({config.HOME_ENV: str(root), LOCAL_ROOT_ENV: str(gcs_root)})
+        )
         log = TaskLog(stack.enter_context(open(transcript, "w", encoding="utf-8")))
         if console is not None:
             frame = Frame(name, log.snapshot, watch.snapshot if watch else list)
@@ -141,9 +197,10 @@ def run_local(
             stack.enter_context(live)
         if watch is not None:
             stack.enter_context(watch)
-        local.init(local.SubprocessRunner(use_venv=False), pipeline_root=str(root / PIPELINE_ROOT))
+        local.init(local.SubprocessRunner(use_venv=False), pipeline_root=str(local_root_path))
+        environ = task_environ(os.environ, image_environ(_executor_image(defaults), root))
         try:
-            with contextlib.redirect_stdout(log):
+            with contextlib.redirect_stdout(log), task_surroundings(run_dir / "work", environ):
                 task = component(**values)
             outputs = {key: _plain(value) for key, value in task.outputs.items()}
         except RuntimeError as err:
