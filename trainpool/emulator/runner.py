@@ -136,6 +136,11 @@ class Runner:
                 self._cancels.pop(name, None)
                 self._threads.pop(name, None)
 
+    def is_running(self, name: str) -> bool:
+        """True while a thread of this runner works on job ``name``."""
+        with self._lock:
+            return name in self._threads
+
     def cancel(self, name: str) -> bool:
         """Ask a running job to stop; False when it is not running here."""
         with self._lock:
@@ -204,3 +209,31 @@ class Runner:
             thread.join(timeout=30)
         for name in self.store.unfinished():
             self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
+
+
+_RUNNERS: dict[int, Runner] = {}
+_RUNNERS_LOCK = threading.Lock()
+
+
+def runner_for(state: EmulatorState) -> Runner:
+    """The one Runner of ``state``'s emulator, shared by every service that runs CustomJobs.
+
+    The first call recovers what a dead server left running and stops every job when the
+    emulator stops.
+    """
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.get(id(state))
+        if runner is not None:
+            return runner
+        runner = Runner(state, JobStore(state), kill=state.faults.kill)
+        runner.recover()
+        _RUNNERS[id(state)] = runner
+
+    def stop() -> None:
+        runner.shutdown()
+        with _RUNNERS_LOCK:
+            _RUNNERS.pop(id(state), None)
+
+    state.on_stop(stop)
+    return runner
+
