@@ -105,9 +105,7 @@ def test_a_worker_killed_once_is_restarted_with_the_same_task_and_the_job_succee
     assert len(starts(out, "workerpool0-0")) == 1  # only the killed worker restarts
 
 
-def test_a_permanent_exit_fails_the_job_at_once_naming_the_replica(
-    client: Any, out: Path
-) -> None:
+def test_a_permanent_exit_fails_the_job_at_once_naming_the_replica(client: Any, out: Path) -> None:
     done = run(client, [pool(out, 1, "--sleep=5"), pool(out, 1, "--fail-times=9", "--code=1")])
     assert done.state == JobState.JOB_STATE_FAILED
     assert done.error.message.splitlines()[0] == (

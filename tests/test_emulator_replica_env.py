@@ -92,7 +92,9 @@ def test_a_pools_pythonpath_is_kept(client: Any, tmp_path: Path) -> None:
     assert json.loads(dump.read_text())["PYTHONPATH"] == f"{package}:/opt/mine"
 
 
-WRITE_GCS = "import os; os.makedirs('/gcs/bkt/out', exist_ok=True); open('/gcs/bkt/out/x', 'w').write('hi')"
+WRITE_GCS = (
+    "import os; os.makedirs('/gcs/bkt/out', exist_ok=True); open('/gcs/bkt/out/x', 'w').write('hi')"
+)
 
 
 def test_a_replica_writes_under_gcs_into_the_local_store(client: Any, tmp_path: Path) -> None:

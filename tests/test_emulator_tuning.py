@@ -187,8 +187,12 @@ def test_with_max_failed_0_three_failures_before_any_success_fail_the_job(
     )
     assert [t.state.name for t in done.trials] == ["INFEASIBLE"] * 3
     # trial 2 (relu) exited 5, which is not permanent: it was restarted, then the job retried
-    assert "restart 5 of 5" in (tmp_path / "root/jobs" / created.name.rsplit("/", 1)[-1]
-                                / "trial-2/job.log").read_text()
+    assert (
+        "restart 5 of 5"
+        in (
+            tmp_path / "root/jobs" / created.name.rsplit("/", 1)[-1] / "trial-2/job.log"
+        ).read_text()
+    )
 
 
 def test_with_max_failed_0_failures_before_a_success_are_tolerated(

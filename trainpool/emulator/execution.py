@@ -103,7 +103,9 @@ class _Run:
                 "FAILED",
                 CODE_INVALID_ARGUMENT,
                 failure_message(
-                    replica, status, f"Exit code {status} ({reason}) is permanent: the job was "
+                    replica,
+                    status,
+                    f"Exit code {status} ({reason}) is permanent: the job was "
                     "shut down without restarting the replica.",
                 ),
             )

@@ -28,7 +28,7 @@ _BIND = 'mount --bind "$0" ' + VERTEX_MOUNT + ' && exec "$@"'
 
 @dataclass(frozen=True)
 class Mount:
-    """``prefix`` wraps a replica's argv to give it ``/gcs``; empty, with ``why``, when it cannot."""
+    """``prefix`` wraps a replica's argv to give it ``/gcs``; empty, with ``why``, if it can't."""
 
     prefix: tuple[str, ...]
     why: str = ""
@@ -49,7 +49,7 @@ def _unshare() -> tuple[str, ...]:
 
 
 def _mount_point() -> str:
-    """"" when ``/gcs`` exists or was created; else why it cannot be."""
+    """ "" when ``/gcs`` exists or was created; else why it cannot be."""
     if os.path.isdir(VERTEX_MOUNT):
         return ""
     if os.path.lexists(VERTEX_MOUNT):

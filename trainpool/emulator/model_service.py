@@ -43,7 +43,9 @@ class Models:
         self.db = state.db
         self.db.executescript(_SCHEMA)
 
-    def insert(self, parent: str, model: model_types.Model, model_id: str = "") -> model_types.Model:
+    def insert(
+        self, parent: str, model: model_types.Model, model_id: str = ""
+    ) -> model_types.Model:
         """Store ``model`` under ``parent`` as version "1"; INVALID_ARGUMENT for a bad field."""
         validation.check_parent(parent)
         if not model.display_name:

@@ -236,4 +236,3 @@ def runner_for(state: EmulatorState) -> Runner:
 
     state.on_stop(stop)
     return runner
-

@@ -119,11 +119,9 @@ class TrainingPipelines:
 
     def create(self, request: ps.CreateTrainingPipelineRequest) -> tp.TrainingPipeline:
         validation.check_parent(request.parent)
-        pipeline = request.training_pipeline
+        pipeline: Any = request.training_pipeline  # proto-plus enums are typed as int
         if not pipeline.display_name:
-            raise invalid(
-                "training_pipeline.display_name: '' is empty; accepted: a non-empty name"
-            )
+            raise invalid("training_pipeline.display_name: '' is empty; accepted: a non-empty name")
         job_spec = backing_job_spec(pipeline)
         seq = self.state.new_id("training_pipeline")
         pipeline.name = f"{request.parent}/{KIND}/{seq}"
@@ -156,7 +154,7 @@ class TrainingPipelines:
     def _follow(self, name: str, final: bool = False) -> tp.TrainingPipeline:
         """The pipeline with its backing job's state; at the end, its error and its model."""
         with self._lock:
-            pipeline = self._load(name)
+            pipeline: Any = self._load(name)
             if pipeline.state in FINAL:
                 return pipeline
             job = self.runner.store.get(pipeline.training_task_metadata["backingCustomJob"])
