@@ -35,8 +35,8 @@ parser.add_argument("--bad_metric_units", type=int, default=-1)
 args = parser.parse_args()
 began = time.time()
 time.sleep(args.sleep)
-if args.units == args.fail_units:
-    raise SystemExit(5)
+if args.units <= args.fail_units:
+    raise SystemExit(5 if args.act == "relu" else 1)  # 1 is permanent; 5 is restarted first
 score = args.units * 10 + (1 if args.act == "relu" else 0)
 tuner = hypertune.HyperTune()
 tuner.report_hyperparameter_tuning_metric("score", score - 100, global_step=1)
@@ -170,17 +170,41 @@ def test_best_measurement_and_default_algorithm(client: Any, tmp_path: Path) -> 
     assert "optuna's TPE sampler stands in for it" in job_log
 
 
-def test_first_failed_trial_fails_the_job(client: Any, tmp_path: Path) -> None:
+def test_with_max_failed_0_three_failures_before_any_success_fail_the_job(
+    client: Any, tmp_path: Path
+) -> None:
+    # maxFailedTrialCount 0: "Vertex AI decides"; the emulator's rule is failures.trials_fail_job
+    created = client.create_hyperparameter_tuning_job(
+        parent=PARENT,
+        hyperparameter_tuning_job=sweep(tmp_path, extra_args=("--fail_units=2",)),
+    )
+    done = wait(client, created.name)
+    assert done.state == JobState.JOB_STATE_FAILED
+    assert done.error.message.startswith(
+        "3 trial(s) failed and 0 succeeded; max_failed_trial_count is 0 (the service decides): "
+        "3 failed trial(s) with none succeeded fail the job. Trial 3: The replica "
+        "workerpool0-0 exited with a non-zero status of 1."
+    )
+    assert [t.state.name for t in done.trials] == ["INFEASIBLE"] * 3
+    # trial 2 (relu) exited 5, which is not permanent: it was restarted, then the job retried
+    assert (
+        "restart 5 of 5"
+        in (
+            tmp_path / "root/jobs" / created.name.rsplit("/", 1)[-1] / "trial-2/job.log"
+        ).read_text()
+    )
+
+
+def test_with_max_failed_0_failures_before_a_success_are_tolerated(
+    client: Any, tmp_path: Path
+) -> None:
     created = client.create_hyperparameter_tuning_job(
         parent=PARENT,
         hyperparameter_tuning_job=sweep(tmp_path, extra_args=("--fail_units=1",)),
     )
     done = wait(client, created.name)
-    assert done.state == JobState.JOB_STATE_FAILED
-    assert "Trial 1: The replica workerpool0-0 exited with a non-zero status of 5" in (
-        done.error.message
-    )
-    assert [t.state for t in done.trials] == [study_types.Trial.State.INFEASIBLE]
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert [t.state.name for t in done.trials] == ["INFEASIBLE"] * 2 + ["SUCCEEDED"] * 4
 
 
 def test_failed_trials_within_the_limit_are_tolerated(client: Any, tmp_path: Path) -> None:
@@ -224,7 +248,9 @@ def test_an_unreadable_metric_file_fails_its_trial_not_the_emulator(
 ) -> None:
     created = client.create_hyperparameter_tuning_job(
         parent=PARENT,
-        hyperparameter_tuning_job=sweep(tmp_path, extra_args=("--bad_metric_units=1",)),
+        hyperparameter_tuning_job=sweep(
+            tmp_path, max_failed=1, extra_args=("--bad_metric_units=1",)
+        ),
     )
     done = wait(client, created.name)
     assert done.state == JobState.JOB_STATE_FAILED

@@ -1,6 +1,11 @@
 """Run the replicas of one CustomJob (or one trial) to an outcome, by Vertex's rules.
 
-- Any replica of pool 0 or 1 exiting non-zero fails the job; every other replica is stopped.
+- Every replica starts at once (Vertex starts workers in parallel); the job is RUNNING
+  once every replica has started (``on_running``).
+- A replica that exits non-zero is handled by :mod:`trainpool.emulator.failures`: a
+  permanent exit fails the job; another is restarted in place with the same launch (same
+  CLUSTER_SPEC task, host and port), up to the policy's restarts per replica, after which
+  the whole job is retried; ``restartJobOnWorkerRestart`` restarts every replica instead.
 - When pools 0 and 1 have all exited 0 the job succeeded; evaluators (pool 3) get
   ``EVALUATOR_GRACE_S`` to finish their last evaluation, parameter servers are stopped.
 - Cancel stops every replica (SIGTERM, then SIGKILL) and ends CANCELLED.
@@ -13,20 +18,23 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trainpool.emulator import processes
+from trainpool.emulator.failures import (
+    CODE_CANCELLED,
+    CODE_DEADLINE_EXCEEDED,
+    CODE_INVALID_ARGUMENT,
+    PERMANENT_EXIT_CODES,
+    RetryPolicy,
+    exit_message,
+    is_permanent,
+)
 from trainpool.emulator.processes import Launch, Replica
 
 POLL_S = 0.05
 EVALUATOR_GRACE_S = 10.0
 DRIVERS = (0, 1)
-
-# google.rpc.Code values Vertex puts in CustomJob.error
-CODE_CANCELLED = 1
-CODE_INVALID_ARGUMENT = 3
-CODE_DEADLINE_EXCEEDED = 4
-CODE_INTERNAL = 13
 
 
 @dataclass(frozen=True)
@@ -40,62 +48,136 @@ class Outcome:
 
 @dataclass(frozen=True)
 class KillFault:
-    """Test fault: SIGKILL replica ``replica`` (``workerpool1-0``) ``after_s`` after its start."""
+    """Test fault: SIGKILL replica ``replica`` (``workerpool1-0``) ``after_s`` after it starts,
+    ``times`` times per job (each restart of it counts its own ``after_s``)."""
 
     replica: str
     after_s: float
+    times: int = 1
 
 
-def failure_message(replica: Replica, status: int) -> str:
+def failure_message(replica: Replica, status: int, detail: str = "") -> str:
+    """Vertex's first line, then the emulator's ``detail`` and the tail of the replica's log."""
+    message = exit_message(replica.launch.name, status)
+    if detail:
+        message += f"\n{detail}"
     log_tail = processes.tail(replica.launch.log)
-    message = (
-        f"The replica {replica.launch.name} exited with a non-zero status of {status}. "
-        "Termination reason: Error."
-    )
     if log_tail:
         message += f"\nLast lines of {replica.launch.log}:\n{log_tail}"
     return message
+
+
+@dataclass
+class _Run:
+    """The replicas of one run and what has happened to them."""
+
+    launches: list[Launch]
+    policy: RetryPolicy
+    record: Callable[[list[Replica]], None]
+    note: Callable[[str], None]
+    replicas: dict[str, Replica] = field(default_factory=dict)
+    restarts: dict[str, int] = field(default_factory=dict)
+    kills: dict[str, int] = field(default_factory=dict)
+    retries: int = 0
+
+    def start(self, launches: list[Launch]) -> None:
+        started = []
+        for launch in launches:
+            try:
+                self.replicas[launch.name] = processes.start(launch)
+            except OSError as err:
+                raise OSError(f"Cannot start {launch.name}: {err}") from err
+            started.append(self.replicas[launch.name])
+        self.record(started)
+
+    def restart(self, launches: list[Launch]) -> None:
+        processes.stop([self.replicas.pop(la.name) for la in launches])
+        self.start(launches)
+
+    def on_failure(self, replica: Replica, status: int) -> Outcome | None:
+        """Restart what Vertex would restart; the job's failure when it would not."""
+        name = replica.launch.name
+        if is_permanent(status):
+            reason = PERMANENT_EXIT_CODES[status]
+            return Outcome(
+                "FAILED",
+                CODE_INVALID_ARGUMENT,
+                failure_message(
+                    replica,
+                    status,
+                    f"Exit code {status} ({reason}) is permanent: the job was "
+                    "shut down without restarting the replica.",
+                ),
+            )
+        if self.restarts.get(name, 0) < self.policy.worker_restarts:
+            self.restarts[name] = self.restarts.get(name, 0) + 1
+            every = self.policy.restart_job_on_worker_restart
+            self.note(
+                f"{name} exited with status {status}; restarting "
+                f"{'every replica (restartJobOnWorkerRestart)' if every else 'it in place'} "
+                f"with the same task, host and port (restart {self.restarts[name]} of "
+                f"{self.policy.worker_restarts})"
+            )
+            self.restart(self.launches if every else [replica.launch])
+            return None
+        if self.retries < self.policy.job_retries:
+            self.retries += 1
+            self.restarts.clear()
+            self.note(
+                f"{name} exited with status {status} after {self.policy.worker_restarts} "
+                f"restart(s); retrying the whole job (retry {self.retries} of "
+                f"{self.policy.job_retries})"
+            )
+            self.restart(self.launches)
+            return None
+        return Outcome(
+            "FAILED",
+            CODE_INVALID_ARGUMENT,
+            failure_message(
+                replica,
+                status,
+                f"The replica was restarted {self.policy.worker_restarts} time(s) and the job "
+                f"retried {self.policy.job_retries} time(s).",
+            ),
+        )
 
 
 def run_replicas(
     launches: list[Launch],
     *,
     cancel: threading.Event,
+    policy: RetryPolicy | None = None,
     timeout_s: float | None = None,
     on_started: Callable[[list[Replica]], None] = lambda _: None,
+    on_running: Callable[[], None] = lambda: None,
+    note: Callable[[str], None] = lambda _: None,
     kill: KillFault | None = None,
 ) -> Outcome:
-    """Start every launch, watch them, stop them all, and say how the job ended.
+    """Start every launch, watch, restart and stop them, and say how the job ended.
 
-    Whatever ends the run (an outcome, a start that fails, ``on_started`` raising), no
-    replica is left running; a run cancelled before it starts starts nothing.
+    ``on_started`` gets every set of processes started (first start and restarts);
+    ``on_running`` is called once, when every replica has started. Whatever ends the run
+    (an outcome, a start that fails, a callback raising), no replica is left running; a
+    run cancelled before it starts starts nothing.
     """
     if cancel.is_set():
         return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
-    replicas: list[Replica] = []
+    run = _Run(launches, policy or RetryPolicy(), on_started, note)
     try:
-        for launch in launches:
-            try:
-                replicas.append(processes.start(launch))
-            except OSError as err:
-                return Outcome(
-                    "FAILED", CODE_INVALID_ARGUMENT, f"Cannot start {launch.name}: {err}"
-                )
-        on_started(replicas)
-        return _watch(replicas, cancel, timeout_s, kill)
+        try:
+            run.start(launches)
+        except OSError as err:
+            return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
+        on_running()
+        return _watch(run, cancel, timeout_s, kill)
     finally:
-        processes.stop(replicas)
+        processes.stop(list(run.replicas.values()))
 
 
 def _watch(
-    replicas: list[Replica],
-    cancel: threading.Event,
-    timeout_s: float | None,
-    kill: KillFault | None,
+    run: _Run, cancel: threading.Event, timeout_s: float | None, kill: KillFault | None
 ) -> Outcome:
     began = time.monotonic()
-    drivers = [r for r in replicas if r.launch.pool in DRIVERS]
-    evaluators = [r for r in replicas if r.launch.pool == 3]
     finished_at: float | None = None
     while True:
         if cancel.is_set():
@@ -105,22 +187,34 @@ def _watch(
                 "FAILED", CODE_DEADLINE_EXCEEDED, f"The job exceeded its timeout of {timeout_s:g}s."
             )
         if kill is not None:
-            _apply_kill(replicas, kill)
-        for replica in drivers:
+            _apply_kill(run, kill)
+        for replica in list(run.replicas.values()):
             status = replica.exit_status()
             if status not in (None, 0):
-                return Outcome("FAILED", CODE_INVALID_ARGUMENT, failure_message(replica, status))
+                try:
+                    outcome = run.on_failure(replica, status)
+                except OSError as err:
+                    return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
+                if outcome is not None:
+                    return outcome
+                finished_at = None
+                break
+        replicas = list(run.replicas.values())
+        drivers = [r for r in replicas if r.launch.pool in DRIVERS]
         if finished_at is None and all(r.exit_status() == 0 for r in drivers):
             finished_at = time.monotonic()
         if finished_at is not None:
-            evaluating = any(r.exit_status() is None for r in evaluators)
+            evaluating = any(r.exit_status() is None for r in replicas if r.launch.pool == 3)
             if not evaluating or time.monotonic() - finished_at > EVALUATOR_GRACE_S:
                 return Outcome("SUCCEEDED")
         cancel.wait(POLL_S)
 
 
-def _apply_kill(replicas: list[Replica], kill: KillFault) -> None:
-    for replica in replicas:
-        if replica.launch.name == kill.replica and replica.exit_status() is None:
-            if time.monotonic() - replica.started >= kill.after_s:
-                processes.signal_group(replica.pgid, signal.SIGKILL)
+def _apply_kill(run: _Run, kill: KillFault) -> None:
+    replica = run.replicas.get(kill.replica)
+    if replica is None or replica.exit_status() is not None:
+        return
+    if run.kills.get(kill.replica, 0) < kill.times:
+        if time.monotonic() - replica.started >= kill.after_s:
+            run.kills[kill.replica] = run.kills.get(kill.replica, 0) + 1
+            processes.signal_group(replica.pgid, signal.SIGKILL)

@@ -18,10 +18,10 @@ from google.protobuf import any_pb2, empty_pb2
 
 from trainpool.emulator import validation
 from trainpool.emulator.convert import job_spec_rest, study_spec_rest
-from trainpool.emulator.job_store import CUSTOM, TERMINAL, TUNING, JobStore
+from trainpool.emulator.job_store import CUSTOM, TERMINAL, TUNING
 from trainpool.emulator.list_filter import page_after, paginate
 from trainpool.emulator.rpc import invalid, not_found, precondition, unary
-from trainpool.emulator.runner import Runner
+from trainpool.emulator.runner import Runner, runner_for
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.tuning import run_tuning_job
 
@@ -111,10 +111,7 @@ class JobService:
 
 def handler(state: EmulatorState) -> grpc.GenericRpcHandler:
     """The JobService handler; recovers jobs a dead server left running, stops jobs on stop."""
-    runner = Runner(state, JobStore(state), kill=state.faults.kill)
-    runner.recover()
-    state.on_stop(runner.shutdown)
-    service = JobService(state, runner)
+    service = JobService(state, runner_for(state))
     ser_custom = cj.CustomJob.serialize
     ser_tuning = hptj.HyperparameterTuningJob.serialize
     ser_empty = empty_pb2.Empty.SerializeToString

@@ -8,6 +8,13 @@ A pool runs, in this order of preference:
 - ``containerSpec`` with a ``command`` only: that command on the host, with a warning;
 - otherwise the job cannot run: :class:`LaunchError` says how to make the image local.
 A Reduction Server pool is in CLUSTER_SPEC but not started (its transport is an NCCL plugin).
+
+A replica's environment is built up as Vertex's is, later layers winning:
+:func:`trainpool.emulator.host_env.base_env` (the host minimum), the image's ``ENV``, the
+pool's ``env``, then Vertex's variables (:func:`trainpool.cluster_env.build_env`) and the
+emulator's own two (``TRAINPOOL_GCS_ROOT``, ``PYTHONUNBUFFERED``). Nothing else of the
+emulator's environment reaches it. Each replica sees the local store at ``/gcs/`` where the
+machine allows it (:mod:`trainpool.emulator.gcs_mount`).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.cluster_env import build_env, layout, local_hosts
-from trainpool.emulator import packages
+from trainpool.emulator import gcs_mount, host_env, packages
 from trainpool.emulator.processes import Launch
 from trainpool.images import local_store
 from trainpool.runtime.gcs import LOCAL_ROOT_ENV
@@ -46,9 +53,12 @@ class JobContext:
 
 @dataclass(frozen=True)
 class Program:
+    """How one pool runs: ``image_env`` is the image's ENV, ``pool_env`` the pool's ``env``."""
+
     argv: list[str]
     cwd: Path
-    env: dict[str, str]
+    image_env: dict[str, str]
+    pool_env: dict[str, str]
 
 
 def plan_launches(
@@ -59,6 +69,11 @@ def plan_launches(
     pools = layout.pool_specs(spec)
     programs: dict[int, Program] = {}
     launches = []
+    gcs_root = ctx.root / "gcs"
+    gcs_root.mkdir(parents=True, exist_ok=True)
+    mount = gcs_mount.mount()
+    if mount.why:
+        note(f"/gcs is not available to replicas on this machine: {mount.why}")
     for pool, index in layout.replicas(spec):
         pool_spec = pools[pool]
         if pool == 2 and layout.is_reduction_server(pool_spec):
@@ -72,8 +87,8 @@ def plan_launches(
             programs[pool] = program_for(pool, pool_spec, ctx, note)
         program = programs[pool]
         name = f"workerpool{pool}-{index}"
-        env = dict(os.environ)
-        env.update(program.env)
+        env = host_env.base_env(ctx.job_dir / "home" / name, program.image_env)
+        env.update(program.pool_env)
         env.update(
             build_env(
                 spec,
@@ -87,11 +102,10 @@ def plan_launches(
                 metric_file=str(ctx.job_dir / "hypertune" / f"{name}.metrics"),
             )
         )
-        env[LOCAL_ROOT_ENV] = str(ctx.root / "gcs")
+        env[LOCAL_ROOT_ENV] = str(gcs_root)
         env["PYTHONUNBUFFERED"] = "1"
-        launches.append(
-            Launch(name, pool, program.argv, env, program.cwd, ctx.job_dir / f"{name}.log")
-        )
+        argv = mount.wrap(program.argv, gcs_root)
+        launches.append(Launch(name, pool, argv, env, program.cwd, ctx.job_dir / f"{name}.log"))
     return launches
 
 
@@ -110,10 +124,10 @@ def program_for(
         )
         env = _env_list(package.get("env"))
         env["PYTHONPATH"] = os.pathsep.join(
-            [*map(str, path_entries), os.environ.get("PYTHONPATH", "")]
+            [*map(str, path_entries), env.get("PYTHONPATH", "")]
         ).rstrip(os.pathsep)
         argv = [sys.executable, "-m", package["pythonModule"], *package.get("args", [])]
-        return Program(argv, ctx.job_dir, env)
+        return Program(argv, ctx.job_dir, {}, env)
     container = pool_spec.get("containerSpec") or {}
     image_uri = container.get("imageUri", "")
     command = list(container.get("command", []))
@@ -126,13 +140,13 @@ def program_for(
                 f"workerpool{pool}: image {image_uri!r} from the local image store; these build "
                 f"steps were not executed locally: {image.not_executed}"
             )
-        return Program(image.argv(command, args), image.workdir, {**image.env, **env})
+        return Program(image.argv(command, args), image.workdir, image.env, env)
     if command:
         note(
             f"warning: workerpool{pool}: image {image_uri!r} is not in the local image store; "
             "running its command on the host"
         )
-        return Program(_with_python(command + args, sys.executable), ctx.job_dir, env)
+        return Program(_with_python(command + args, sys.executable), ctx.job_dir, {}, env)
     raise LaunchError(
         f"workerPoolSpecs[{pool}].containerSpec.imageUri: {image_uri!r} is not in the local image "
         "store and the pool has no command to run on the host; make it available locally with "

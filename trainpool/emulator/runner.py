@@ -17,7 +17,8 @@ from google.rpc import status_pb2
 
 from trainpool.emulator import processes
 from trainpool.emulator.convert import duration_s, job_spec_rest
-from trainpool.emulator.execution import CODE_INTERNAL, KillFault, Outcome, run_replicas
+from trainpool.emulator.execution import KillFault, Outcome, run_replicas
+from trainpool.emulator.failures import CODE_INTERNAL, CODE_INVALID_ARGUMENT, RetryPolicy
 from trainpool.emulator.job_log import JobLog
 from trainpool.emulator.job_store import JobStore, now
 from trainpool.emulator.launches import JobContext, LaunchError, plan_launches
@@ -50,19 +51,31 @@ def run_spec(
     *,
     cancel: threading.Event,
     on_started: Callable[[list[Replica]], None],
+    on_running: Callable[[], None] = lambda: None,
     kill: KillFault | None,
 ) -> Outcome:
-    """Plan and run the replicas of one CustomJobSpec; any setup problem is a FAILED outcome."""
+    """Plan and run the replicas of one CustomJobSpec; any setup problem is a FAILED outcome.
+
+    ``on_started`` gets every set of replica processes started (restarts too);
+    ``on_running`` is called once every replica has started.
+    """
     note = JobLog(ctx.job_dir / "job.log")
     try:
         launches = plan_launches(spec, ctx, note)
     except (LaunchError, PackageError) as err:
         note(str(err))
-        return Outcome("FAILED", 3, str(err))
+        return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
     note(f"starting {len(launches)} replica(s): {', '.join(la.name for la in launches)}")
-    timeout = duration_s(spec.get("scheduling", {}).get("timeout", ""))
+    scheduling = spec.get("scheduling", {})
     outcome = run_replicas(
-        launches, cancel=cancel, timeout_s=timeout, on_started=on_started, kill=kill
+        launches,
+        cancel=cancel,
+        policy=RetryPolicy.from_scheduling(scheduling),
+        timeout_s=duration_s(scheduling.get("timeout", "")),
+        on_started=on_started,
+        on_running=on_running,
+        note=note,
+        kill=kill,
     )
     note(f"ended {outcome.state}" + (f": {outcome.message}" if outcome.message else ""))
     return outcome
@@ -123,6 +136,11 @@ class Runner:
                 self._cancels.pop(name, None)
                 self._threads.pop(name, None)
 
+    def is_running(self, name: str) -> bool:
+        """True while a thread of this runner works on job ``name``."""
+        with self._lock:
+            return name in self._threads
+
     def cancel(self, name: str) -> bool:
         """Ask a running job to stop; False when it is not running here."""
         with self._lock:
@@ -161,12 +179,15 @@ class Runner:
         self.set_state(name, JobState.JOB_STATE_PENDING)
         spec = job_spec_rest(job.job_spec)
 
-        def started(replicas: list[Replica]) -> None:
-            self.record_groups(name, replicas)
-            self.set_state(name, JobState.JOB_STATE_RUNNING)
-
         ctx = self.context(name)
-        outcome = run_spec(spec, ctx, cancel=cancel, on_started=started, kill=self.kill)
+        outcome = run_spec(
+            spec,
+            ctx,
+            cancel=cancel,
+            on_started=lambda replicas: self.record_groups(name, replicas),
+            on_running=lambda: self.set_state(name, JobState.JOB_STATE_RUNNING),
+            kill=self.kill,
+        )
         self.finish(name, outcome)
 
     def recover(self) -> None:
@@ -188,3 +209,30 @@ class Runner:
             thread.join(timeout=30)
         for name in self.store.unfinished():
             self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
+
+
+_RUNNERS: dict[int, Runner] = {}
+_RUNNERS_LOCK = threading.Lock()
+
+
+def runner_for(state: EmulatorState) -> Runner:
+    """The one Runner of ``state``'s emulator, shared by every service that runs CustomJobs.
+
+    The first call recovers what a dead server left running and stops every job when the
+    emulator stops.
+    """
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.get(id(state))
+        if runner is not None:
+            return runner
+        runner = Runner(state, JobStore(state), kill=state.faults.kill)
+        runner.recover()
+        _RUNNERS[id(state)] = runner
+
+    def stop() -> None:
+        runner.shutdown()
+        with _RUNNERS_LOCK:
+            _RUNNERS.pop(id(state), None)
+
+    state.on_stop(stop)
+    return runner

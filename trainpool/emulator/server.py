@@ -19,6 +19,8 @@ from trainpool.emulator.state import EmulatorState
 SERVICES: tuple[str, ...] = (
     "trainpool.emulator.job_service",
     "trainpool.emulator.pipeline_service",
+    "trainpool.emulator.training_pipeline_service",
+    "trainpool.emulator.model_service",
     "trainpool.emulator.schedule_service",
     "trainpool.emulator.cloud_build_service",
 )

@@ -3,8 +3,8 @@
 Trial ``n`` (ids "1", "2", ...) runs the trial job spec with the trial id in
 CLUSTER_SPEC, TF_CONFIG, CLOUD_ML_TRIAL_ID and the output directories, and its
 parameters appended to every pool's args as ``--name=value``. Its measurement is
-read from workerpool0-0's hypertune metric file. ``max_failed_trial_count``
-failed trials (0: the first one) fail the job.
+read from workerpool0-0's hypertune metric file. Whether failed trials fail the
+job is :func:`trainpool.emulator.failures.trials_fail_job` (0: the service decides).
 """
 
 from __future__ import annotations
@@ -19,14 +19,19 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.protobuf import duration_pb2
 
 from trainpool.emulator.convert import job_spec_rest, study_spec_rest
-from trainpool.emulator.execution import CODE_CANCELLED, Outcome
+from trainpool.emulator.execution import Outcome
+from trainpool.emulator.failures import (
+    CODE_CANCELLED,
+    CODE_FAILED_PRECONDITION,
+    trials_fail_job,
+    trials_rule,
+)
 from trainpool.emulator.job_log import JobLog
 from trainpool.emulator.job_store import now
 from trainpool.emulator.runner import Runner, run_spec
 from trainpool.emulator.search import Params, Search, measurement
 from trainpool.runtime.hypertune import read_metrics
 
-CODE_FAILED_PRECONDITION = 9
 Trial = study_types.Trial
 
 
@@ -63,9 +68,10 @@ class TuningRun:
         self.search = Search(study, seed=int(name.rsplit("/", 1)[-1]))
         self.max_trials = job.max_trial_count
         self.parallel = max(1, job.parallel_trial_count)
-        self.failure_limit = max(1, job.max_failed_trial_count)
+        self.max_failed = job.max_failed_trial_count
         self.note = JobLog(runner.job_dir(name) / "job.log")
         self.failed = 0
+        self.succeeded = 0
 
     def run(self) -> Outcome:
         self.note(f"search algorithm {self.search.note}")
@@ -167,6 +173,7 @@ class TuningRun:
 
         self.runner.store.update(self.name, record)
         if result is not None:
+            self.succeeded += 1
             self.note(f"trial {trial_id} SUCCEEDED: {self.metric_id}={result[0]}")
             return None
         if outcome.state == "CANCELLED":
@@ -174,14 +181,13 @@ class TuningRun:
             return None
         self.failed += 1
         self.note(f"trial {trial_id} failed: {reason}")
-        if self.failed < self.failure_limit:
+        if not trials_fail_job(self.failed, self.succeeded, self.max_failed, self.max_trials):
             return None
         return Outcome(
             "FAILED",
             CODE_FAILED_PRECONDITION,
-            f"{self.failed} trial(s) failed, reaching max_failed_trial_count "
-            f"({self.failure_limit}; 0 means the first failure fails the job). "
-            f"Trial {trial_id}: {reason}",
+            f"{self.failed} trial(s) failed and {self.succeeded} succeeded; "
+            f"{trials_rule(self.max_failed, self.max_trials)}. Trial {trial_id}: {reason}",
         )
 
 
