@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 from google.api_core import exceptions
 from google.cloud import aiplatform
@@ -68,12 +67,6 @@ def sdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     with emulator.start(tmp_path / "root") as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         point_sdk_at_emulator()
-        # the ModelService transport is not among those point_sdk_at_emulator swaps
-        monkeypatch.setattr(
-            ModelServiceGrpcTransport,
-            "create_channel",
-            classmethod(lambda cls, *a, **k: grpc.insecure_channel(emu.address)),
-        )
         yield tmp_path
 
 

@@ -198,7 +198,8 @@ def run_local(
         if watch is not None:
             stack.enter_context(watch)
         local.init(local.SubprocessRunner(use_venv=False), pipeline_root=str(local_root_path))
-        environ = task_environ(os.environ, image_environ(_executor_image(defaults), root))
+        image_env = image_environ(_executor_image(defaults), root)
+        environ = task_environ(os.environ, image_env, run_dir / "home")
         try:
             with contextlib.redirect_stdout(log), task_surroundings(run_dir / "work", environ):
                 task = component(**values)

@@ -7,13 +7,11 @@ subprocess of ``trainpool run --local`` (kfp.local), so the run gives it the sam
 - the working directory is the run's own empty folder ``<root>/localrun/<run>/work``,
   never the checkout, so a task that reads a path that exists only in your checkout
   fails here as it would on Vertex;
-- the environment is the components image's declared ENV (when the image is in the
-  local image store), the variables that point trainpool at the local emulator and
-  store, and only the host variables a process needs to run on this machine:
-  ``PATH`` (to find programs), ``HOME`` (libraries write caches under it), ``LANG``/
-  ``LC_ALL`` (text encoding), ``TMPDIR`` (temporary files), ``TZ``, ``USER``/``LOGNAME``
-  (some libraries ask who runs them). Credentials, ``PYTHONPATH``, cloud settings and
-  everything else in your shell stay out.
+- the environment is what a replica starts from (``emulator.host_env``, the one rule for
+  both: ``PATH`` with the interpreter first, a fresh ``HOME`` of the run's, ``LANG``), the
+  components image's declared ENV (when the image is in the local image store), and the
+  variables that point trainpool at the local emulator and store. Credentials,
+  ``PYTHONPATH``, cloud settings and everything else in your shell stay out.
 """
 
 from __future__ import annotations
@@ -22,17 +20,16 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from trainpool import config
+from trainpool.emulator.host_env import base_env
 from trainpool.images import local_store
 from trainpool.images.storage import LOCAL_ROOT_ENV
-
-HOST_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "USER", "LOGNAME")
-"""What a process needs of this host to run at all; everything else is left out."""
 
 LOCAL_SERVICE_VARIABLES = (
     config.EMULATOR_ENV,
     config.HOME_ENV,
     LOCAL_ROOT_ENV,
     "STORAGE_EMULATOR_HOST",
+    "VERTEX_AI_PIPELINES_RUN_LABELS",  # Vertex gives tasks the run's labels
 )
 """What points trainpool's clients at the local emulator and store instead of Google Cloud."""
 
@@ -43,9 +40,10 @@ def image_environ(image_uri: str, root: Path) -> dict[str, str]:
     return dict(found.env) if found is not None else {}
 
 
-def task_environ(host: Mapping[str, str], image_env: Mapping[str, str]) -> dict[str, str]:
-    """The environment of a local task: essentials of ``host``, the image's ENV, local services."""
-    env = {name: host[name] for name in HOST_VARIABLES if name in host}
-    env.update(image_env)
+def task_environ(
+    host: Mapping[str, str], image_env: Mapping[str, str], home: Path
+) -> dict[str, str]:
+    """The environment of a local task: a replica's start, the image's ENV, local services."""
+    env = base_env(home, dict(image_env))
     env.update({name: host[name] for name in LOCAL_SERVICE_VARIABLES if host.get(name)})
     return env

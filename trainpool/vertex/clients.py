@@ -97,6 +97,9 @@ def point_sdk_at_emulator() -> None:
     from google.cloud.aiplatform_v1.services.job_service.transports import (
         JobServiceGrpcTransport,
     )
+    from google.cloud.aiplatform_v1.services.model_service.transports import (
+        ModelServiceGrpcTransport,
+    )
     from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
         PipelineServiceGrpcTransport,
     )
@@ -109,6 +112,7 @@ def point_sdk_at_emulator() -> None:
 
     for transport in (
         JobServiceGrpcTransport,
+        ModelServiceGrpcTransport,
         PipelineServiceGrpcTransport,
         ScheduleServiceGrpcTransport,
     ):
