@@ -46,7 +46,7 @@ def cli_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
-    assert line.startswith("Vertex AI emulator listening on 127.0.0.1:"), line
+    assert line.startswith("Vertex AI emulator listening on unix:/"), line
     yield proc, line.split()[5]
     if proc.poll() is None:
         proc.kill()
@@ -143,7 +143,7 @@ def test_cli_refuses_bad_fault_flags(tmp_path: Path) -> None:
 
 
 def test_port_in_use_is_refused(tmp_path: Path) -> None:
-    with emulator.start(tmp_path / "a") as first:
+    with emulator.start(tmp_path / "a", port=0) as first:
         assert first.address == f"127.0.0.1:{first.port}"
         with pytest.raises(OSError, match=f"port: {first.port}: cannot listen on 127.0.0.1"):
             emulator.start(tmp_path / "b", port=first.port)

@@ -49,10 +49,10 @@ def main(argv: list[str]) -> None:
             os._exit(127)
     _, status = os.waitpid(child, 0)
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-        os._exit(128 + sig)
+        killed_by = os.WTERMSIG(status)
+        signal.signal(killed_by, signal.SIG_DFL)
+        os.kill(os.getpid(), killed_by)
+        os._exit(128 + killed_by)
     os._exit(os.waitstatus_to_exitcode(status))
 
 
