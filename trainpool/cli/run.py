@@ -25,17 +25,21 @@ def run_command(
         typer.Option("--root", help="The local store (default: $TRAINPOOL_HOME or ./.trainpool)."),
     ] = None,
 ) -> None:
-    """Run a compiled pipeline locally and print its outputs; exit 1 when it fails.
+    """Run a compiled pipeline locally and print what it did; exit 1 when it fails.
 
-    Starts the emulator unless VERTEX_AI_EMULATOR_HOST is set, and shows task,
-    job, replica and trial progress while it runs.
+    Uses the emulator VERTEX_AI_EMULATOR_HOST names, else the one serving the root,
+    else starts one; shows task, job, replica and trial progress while it runs.
+    SIGTERM or Ctrl-C cancels the run's jobs and exits 128 + the signal number.
     """
     if not local:
         fail("--local: not given; accepted: --local (to run on Vertex AI, use `trainpool submit`)")
+    import sys
+
     from rich.console import Console
 
     from trainpool.localrun import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
     from trainpool.localrun.runner import run_local
+    from trainpool.localrun.summary import job_lines
 
     try:
         spec = load_pipeline_spec(pipeline)
@@ -45,7 +49,12 @@ def run_command(
     except (OSError, ValueError) as err:
         fail(f"PIPELINE: {err}")
     store = root or default_root()
-    result = run_local(pipeline, values, store, console=Console())
+    result = run_local(pipeline, values, store, console=Console(file=sys.stdout))
+    for line in job_lines(result.jobs, result.root or store):
+        typer.echo(line)
+    if result.signal is not None:
+        typer.echo(f"pipeline {result.pipeline} CANCELLED: {result.error}", err=True)
+        fail(f"transcript: {result.transcript}", 128 + result.signal)
     if not result.ok:
         typer.echo(f"pipeline {result.pipeline} FAILED: {result.error}", err=True)
         for task in result.tasks:
@@ -55,6 +64,7 @@ def run_command(
                     typer.echo(f"  {line}", err=True)
         fail(f"transcript: {result.transcript}", 1)
     typer.echo(f"pipeline {result.pipeline} SUCCEEDED in {result.seconds:.1f}s")
+    typer.echo(f"transcript: {result.transcript}")
     typer.echo("outputs: " + json.dumps(result.outputs, indent=2, sort_keys=True, default=str))
 
 

@@ -2,19 +2,28 @@
 
 The YAML is loaded from disk with ``kfp.components.load_component_from_file``
 and called under ``kfp.local.init(SubprocessRunner(use_venv=False))``, so each
-lightweight component runs as a subprocess of this interpreter. The emulator
-is started in this process unless ``VERTEX_AI_EMULATOR_HOST`` already names
-one; the tasks inherit ``VERTEX_AI_EMULATOR_HOST`` and ``TRAINPOOL_HOME``.
+lightweight component runs as a subprocess of this interpreter. The emulator is
+the one ``VERTEX_AI_EMULATOR_HOST`` names, else the one already serving the root
+(its lock file says where), else one started in this process; the tasks inherit
+``VERTEX_AI_EMULATOR_HOST``, ``TRAINPOOL_HOME`` and the run's label
+(``VERTEX_AI_PIPELINES_RUN_LABELS``), which their jobs carry.
+
+Everything kfp.local prints, its warnings and log records included, goes to the
+transcript; the screen shows only the progress display. SIGTERM or SIGINT stops
+the tasks, cancels the run's jobs, and ends the run CANCELLED.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import signal
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +31,8 @@ from rich.console import Console
 from rich.live import Live
 
 from trainpool import config
-from trainpool.localrun.jobwatch import JobView, JobWatch
+from trainpool.localrun import interrupt
+from trainpool.localrun.jobwatch import RUN_LABEL, JobView, JobWatch
 from trainpool.localrun.params import (
     coerce_values,
     load_pipeline_spec,
@@ -39,7 +49,8 @@ DEFAULT_LOCATION = "us-central1"
 
 @dataclass
 class RunResult:
-    """What a local run did: ``state`` is ``SUCCEEDED`` or ``FAILED``."""
+    """What a local run did: ``state`` is ``SUCCEEDED``, ``FAILED`` or ``CANCELLED``
+    (``signal``: the SIGTERM or SIGINT that cancelled it)."""
 
     pipeline: str
     state: str
@@ -50,6 +61,8 @@ class RunResult:
     error: str = ""
     tasks: list[TaskState] = field(default_factory=list)
     jobs: list[JobView] = field(default_factory=list)
+    signal: int | None = None
+    root: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -72,15 +85,32 @@ def patched_environ(updates: Mapping[str, str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def emulator_for(root: Path) -> Iterator[str]:
-    """The emulator's address: the one already set, else one started on ``root`` for the run."""
+    """The emulator's address: the one already set, else the one serving ``root``, else one
+    started on ``root`` for the run."""
     host = config.emulator_host()
     if host is not None:
         yield host
         return
     from trainpool import emulator
+    from trainpool.emulator import root_lock
 
+    serving = root_lock.running(root)
+    if serving is not None:
+        with patched_environ({config.EMULATOR_ENV: serving}):
+            yield serving
+        return
     with emulator.start(root) as running, patched_environ({config.EMULATOR_ENV: running.address}):
         yield running.address
+
+
+def run_labels(run_id: str) -> str:
+    """``VERTEX_AI_PIPELINES_RUN_LABELS`` for the tasks: any set already, plus the run's."""
+    raw = os.environ.get("VERTEX_AI_PIPELINES_RUN_LABELS", "").strip()
+    try:
+        labels = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        labels = {}
+    return json.dumps({**(labels if isinstance(labels, dict) else {}), RUN_LABEL: run_id})
 
 
 def _plain(value: Any) -> Any:
@@ -94,12 +124,39 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _watch(root: Path, values: Mapping[str, Any], since: datetime) -> JobWatch | None:
+def _watch(root: Path, values: Mapping[str, Any], run_id: str) -> JobWatch | None:
     project = values.get("project")
     if not isinstance(project, str) or not project:
         return None
     location = values.get("location") or DEFAULT_LOCATION
-    return JobWatch(root, project, str(location), since)
+    return JobWatch(root, project, str(location), run_id)
+
+
+def _to(log: TaskLog) -> Any:
+    def show(message: Any, category: Any, filename: str, lineno: int, *_: Any) -> None:
+        log.write(warnings.formatwarning(message, category, filename, lineno))
+
+    return show
+
+
+@contextlib.contextmanager
+def to_transcript(log: TaskLog) -> Iterator[None]:
+    """kfp.local's prints, warnings and log records (stdout and stderr) into the transcript."""
+    import logging
+
+    handler = logging.StreamHandler(log)
+    logging.getLogger().addHandler(handler)
+    try:
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
+            warnings.simplefilter("always")
+            warnings.showwarning = _to(log)
+            yield
+    finally:
+        logging.getLogger().removeHandler(handler)
 
 
 def run_local(
@@ -127,13 +184,16 @@ def run_local(
     transcript.parent.mkdir(parents=True, exist_ok=True)
     component = components.load_component_from_file(str(pipeline_path))
     started = time.monotonic()
-    since = datetime.now(timezone.utc)
-    watch = _watch(root, {**pipeline_defaults(spec), **values}, since)
+    run_id = f"{stamp}-{os.getpid()}"
+    watch = _watch(root, {**pipeline_defaults(spec), **values}, run_id)
     outputs: dict[str, Any] = {}
     error = ""
+    if console is not None:
+        console.file = console.file  # the screen it has now, not the transcript put in its place
     with contextlib.ExitStack() as stack:
         stack.enter_context(emulator_for(root))
-        stack.enter_context(patched_environ({config.HOME_ENV: str(root)}))
+        env = {config.HOME_ENV: str(root), "VERTEX_AI_PIPELINES_RUN_LABELS": run_labels(run_id)}
+        stack.enter_context(patched_environ(env))
         log = TaskLog(stack.enter_context(open(transcript, "w", encoding="utf-8")))
         if console is not None:
             frame = Frame(name, log.snapshot, watch.snapshot if watch else list)
@@ -141,18 +201,25 @@ def run_local(
             stack.enter_context(live)
         if watch is not None:
             stack.enter_context(watch)
-        local.init(local.SubprocessRunner(use_venv=False), pipeline_root=str(root / PIPELINE_ROOT))
+        signals_seen = stack.enter_context(interrupt.handed_on())
         try:
-            with contextlib.redirect_stdout(log):
+            with to_transcript(log):
+                local.init(
+                    local.SubprocessRunner(use_venv=False), pipeline_root=str(root / PIPELINE_ROOT)
+                )
                 task = component(**values)
             outputs = {key: _plain(value) for key, value in task.outputs.items()}
-        except RuntimeError as err:
+        except (RuntimeError, interrupt.Interrupted) as err:
             error = TaskLog.plain(str(err))
+        if signals_seen:
+            error = f"cancelled by {signal.Signals(signals_seen[0]).name}"
+            if watch is not None:
+                watch.cancel_unfinished()
     if console is not None and not console.is_terminal:
         console.line()
     return RunResult(
         pipeline=name,
-        state="FAILED" if error else "SUCCEEDED",
+        state=("CANCELLED" if signals_seen else "FAILED") if error else "SUCCEEDED",
         outputs=outputs,
         seconds=time.monotonic() - started,
         transcript=transcript,
@@ -160,4 +227,6 @@ def run_local(
         error=error,
         tasks=log.snapshot(),
         jobs=watch.snapshot() if watch else [],
+        signal=signals_seen[0] if signals_seen else None,
+        root=root,
     )
