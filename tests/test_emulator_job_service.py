@@ -128,3 +128,27 @@ def test_unavailable_fault_is_seeded(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_bad_fault_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="unavailable_rate: 1.5; accepted: a share from 0.0 to 1"):
         emulator.Faults(unavailable_rate=1.5)
+
+
+def test_label_filters_page_from_the_index_and_read_a_missing_label_as_empty(
+    client: Any,
+) -> None:
+    made = [
+        client.create_custom_job(parent=PARENT, custom_job=job("pass", f"j{i}", **labels)).name
+        for i, labels in enumerate([{"run": "a"}, {"run": "b"}, {}, {"run": "a", "t": "x"}])
+    ]
+    for name in made:
+        wait(client, name)
+
+    def listed(text: str, size: int = 0) -> list[list[str]]:
+        request = {"parent": PARENT, "filter": text, "page_size": size}
+        pages = client.list_custom_jobs(request=request).pages
+        return [[j.display_name for j in page.custom_jobs] for page in pages]
+
+    assert listed('labels.run="a"') == [["j0", "j3"]]
+    assert listed('labels.run="a"', size=1) == [["j0"], ["j3"]]
+    assert listed('labels.run!="a"') == [["j1", "j2"]]
+    assert listed('labels.run=""') == [["j2"]]
+    assert listed('labels.run="a" AND labels.t="x" AND state=JOB_STATE_SUCCEEDED') == [["j3"]]
+    assert listed("state=JOB_STATE_NOT_A_STATE") == [[]]
+    assert listed('display_name!="j1" AND labels.run="b"') == [[]]

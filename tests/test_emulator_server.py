@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -46,7 +46,7 @@ def cli_server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
-    assert line.startswith("Vertex AI emulator listening on 127.0.0.1:"), line
+    assert line.startswith("Vertex AI emulator listening on unix:/"), line
     yield proc, line.split()[5]
     if proc.poll() is None:
         proc.kill()
@@ -61,11 +61,12 @@ def wait_for(predicate: Any, timeout: float = 15.0) -> None:
 
 
 def pid_gone(pid: int) -> bool:
+    """No such process, or a zombie nobody reaped (a container's pid 1 may not reap)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return True
-    return False
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def test_restart_after_crash_marks_running_jobs_failed_and_keeps_every_record(
@@ -90,12 +91,11 @@ def test_restart_after_crash_marks_running_jobs_failed_and_keeps_every_record(
     replica_pid = int((tmp_path / "pid").read_text())
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert not pid_gone(replica_pid)
+    wait_for(lambda: pid_gone(replica_pid), timeout=5)  # the replica ended with its server
 
     with emulator.start(tmp_path / "root") as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         client = job_client("us-central1")
-        wait_for(lambda: pid_gone(replica_pid), timeout=5)
         after = client.get_custom_job(name=running.name)
         assert after.state == JobState.JOB_STATE_FAILED
         assert after.error.code == 13
@@ -143,9 +143,72 @@ def test_cli_refuses_bad_fault_flags(tmp_path: Path) -> None:
 
 
 def test_port_in_use_is_refused(tmp_path: Path) -> None:
-    with emulator.start(tmp_path / "a") as first:
+    with emulator.start(tmp_path / "a", port=0) as first:
         assert first.address == f"127.0.0.1:{first.port}"
         with pytest.raises(OSError, match=f"port: {first.port}: cannot listen on 127.0.0.1"):
             emulator.start(tmp_path / "b", port=first.port)
     with pytest.raises(ValueError, match="port: 70000; accepted: 0"):
         emulator.start(tmp_path / "c", port=70000)
+
+
+FAMILY = (
+    "import subprocess, sys, time; "
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+    "open(sys.argv[1], 'a').write(f'{child.pid}\\n'); "
+    "open(sys.argv[1], 'a').write(f'{__import__(\"os\").getpid()}\\n'); time.sleep(600)"
+)
+
+
+def test_sigkill_of_the_server_leaves_no_replica_or_replica_child_running(
+    cli_server: tuple[subprocess.Popen[str], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    proc, address = cli_server
+    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", address)
+    pids = tmp_path / "pids"
+    job = sleeper_job(pids)
+    pools = job["job_spec"]["worker_pool_specs"]
+    pools[0]["container_spec"]["command"] = [sys.executable, "-c", FAMILY, str(pids)]
+    pools.append({**pools[0], "replica_count": 2})
+    job_client("us-central1").create_custom_job(parent=PARENT, custom_job=job)
+    wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 6)
+    every = [int(p) for p in pids.read_text().split()]
+    assert not any(pid_gone(pid) for pid in every)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    wait_for(lambda: all(pid_gone(pid) for pid in every), timeout=5)
+
+
+def _record(root: Path, pid: int, start_ticks: int, boot_id: str) -> None:
+    db = sqlite3.connect(root / "emulator.sqlite")
+    with db:
+        db.execute(
+            "INSERT INTO replica_processes (job, replica, pid, start_ticks, boot_id) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (f"{PARENT}/customJobs/1", "workerpool0-0", pid, start_ticks, boot_id),
+        )
+    db.close()
+
+
+def test_recovery_stops_only_processes_it_can_prove_are_its_own(tmp_path: Path) -> None:
+    from trainpool.emulator.processes import identify
+
+    with emulator.start(tmp_path / "root"):
+        pass
+    survivor = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        mine, theirs = identify(survivor.pid), identify(stranger.pid)
+        assert mine is not None and theirs is not None
+        _record(tmp_path / "root", mine.pid, mine.start_ticks, mine.boot_id)
+        # the stranger holds a pid the dead server recorded for a process started earlier
+        _record(tmp_path / "root", theirs.pid, theirs.start_ticks - 1, theirs.boot_id)
+        with emulator.start(tmp_path / "root"):
+            time.sleep(0.3)
+        assert survivor.wait(timeout=5) is not None, "a recorded survivor is stopped"
+        assert stranger.poll() is None, "recovery signalled a process it did not start"
+    finally:
+        for proc in (survivor, stranger):
+            proc.kill()
+            proc.wait()

@@ -88,7 +88,7 @@ def test_build_pushes_then_skips_the_cached_rebuild(tmp_path: Path, emu: emulato
 
     names = sorted(b.name for b in storage.Client(project=PROJECT).list_blobs(BUCKET))
     raw = digest.removeprefix("sha256:")
-    assert names == [f"trainpool/contexts/{raw}.tar.gz", f"{MARKERS}/{raw}.json"]
+    assert names == [f"{MARKERS}/{raw}.json"]  # the uploaded context went once built
 
 
 def test_failed_build_reports_status_and_logs(tmp_path: Path, emu: emulator.Emulator) -> None:
@@ -232,3 +232,50 @@ def test_a_build_cancelled_while_working_pushes_nothing(
     assert list(build.results.images) == []
     assert local_store.lookup(image, emu.root) is None
     assert "build ended CANCELLED while it ran: nothing pushed" in log.read_text()
+
+
+def test_the_wait_has_a_deadline_and_cancels_what_it_gave_up_on(
+    tmp_path: Path, gcs: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainpool.images.cloud_build import BuildFailed, CloudBuildBackend
+    from trainpool.images.context import BuildContext, collect
+
+    monkeypatch.setenv(HOLD_ENV, "30")  # every build stays QUEUED
+    with emulator.start(tmp_path / "emu") as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        backend = CloudBuildBackend(PROJECT, poll_s=0.05, log=lambda _: None, wait_s=0.5)
+        ctx = BuildContext.of(collect(tiny(tmp_path / "src")))
+        started = time.monotonic()
+        with pytest.raises(BuildFailed, match=r"still QUEUED after 0.5s: cancelled"):
+            backend.build(ctx, f"{REPO}:t")
+        assert time.monotonic() - started < 10
+        from google.cloud import storage  # type: ignore[attr-defined]
+
+        assert list(storage.Client(project=PROJECT).list_blobs(BUCKET)) == []
+
+
+def test_a_build_running_when_the_server_died_ends_failure_after_a_restart(
+    tmp_path: Path, gcs: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainpool.images.context import BuildContext, collect
+
+    monkeypatch.setenv(HOLD_ENV, "30")
+    root = tmp_path / "emu"
+    with emulator.start(root) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        backend_client = cloud_build_client()
+        from trainpool.images.cloud_build import CloudBuildBackend, build_request
+
+        obj = CloudBuildBackend(PROJECT, log=lambda _: None).upload(
+            BuildContext.of(collect(tiny(tmp_path / "src")))
+        )
+        op = backend_client.create_build(
+            project_id=PROJECT, build=build_request(f"{REPO}:t", BUCKET, obj, {})
+        )
+        build_id = op.metadata.build.id
+    monkeypatch.setenv(HOLD_ENV, "0")
+    with emulator.start(root) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        after = cloud_build_client().get_build(project_id=PROJECT, id=build_id)
+    assert after.status == types.Build.Status.FAILURE
+    assert after.status_detail.startswith("The emulator stopped while this build was running")

@@ -109,13 +109,21 @@ def test_default_dockerignore_keeps_secrets_and_clutter_out(tmp_path: Path) -> N
         assert sorted(tar.getnames()) == sorted(FILES)
 
 
-def test_own_dockerignore_replaces_the_default(tmp_path: Path) -> None:
+def test_own_dockerignore_replaces_the_default_but_never_the_secret_names(tmp_path: Path) -> None:
     root = write(
-        tmp_path, {**FILES, ".dockerignore": b"data\n!data/small.csv\n*.txt\n", ".env": b"x"}
+        tmp_path,
+        {
+            **FILES,
+            ".dockerignore": b"data\n!data/small.csv\n*.txt\n!key.json\n",
+            ".env": b"x",
+            "__pycache__/x.pyc": b"\0",
+            "key.json": b"{}",
+            "deploy/sa.json": b"{}",
+        },
     )
     assert BuildContext.of(collect(root)).paths() == [
         ".dockerignore",
-        ".env",
+        "__pycache__/x.pyc",
         "data/small.csv",
         "trainer/__init__.py",
         "trainer/task.py",
@@ -185,3 +193,60 @@ def test_dockerfile_and_dockerignore_are_sent_even_when_ignored(tmp_path: Path) 
         },
     )
     assert BuildContext.of(collect(root)).paths() == [".dockerignore", "Dockerfile", "app.py"]
+
+
+def _pkcs12() -> bytes:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import pkcs12
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(x509.NameOID.COMMON_NAME, "t")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    return pkcs12.serialize_key_and_certificates(
+        b"t", key, cert, None, serialization.BestAvailableEncryption(b"pw")
+    )
+
+
+SA_KEY = b'{"type": "service_account", "project_id": "p", "private_key": "-----BEGIN..."}'
+USER_CRED = b'{"type": "authorized_user", "client_id": "c", "refresh_token": "r"}'
+PEM = b"notes\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn...\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "kind"),
+    [
+        ("trainer/model.json", SA_KEY, "a service-account key"),
+        ("adc.json", USER_CRED, "a user credential"),
+        ("trainer/notes.txt", PEM, "a PEM private key"),
+        ("bundle.bin", None, "a PKCS#12 key bundle"),
+    ],
+)
+def test_a_credential_under_any_name_is_refused_naming_the_file(
+    tmp_path: Path, name: str, content: bytes | None, kind: str
+) -> None:
+    root = write(tmp_path, {**FILES, name: content if content is not None else _pkcs12()})
+    with pytest.raises(ValueError, match=f"source_dir: {name} holds {kind}"):
+        collect(root)
+
+
+def test_ordinary_json_and_certificates_are_kept(tmp_path: Path) -> None:
+    files = {
+        "config.json": b'{"type": "model", "layers": 3}',
+        "ca.crt": b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    }
+    root = write(tmp_path, {**FILES, **files})
+    assert set(files) <= set(BuildContext.of(collect(root)).paths())

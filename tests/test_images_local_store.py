@@ -226,3 +226,62 @@ def test_env_path_that_extends_path_keeps_the_hosts_path(tmp_path: Path) -> None
     assert entries[2:] == os.environ["PATH"].split(os.pathsep)
     assert shutil.which("sh", path=image.env["PATH"]) is not None
     assert json.loads(run(image))["mode"] == "local"
+
+
+def _other_base_python() -> str | None:
+    """A Python 3 other than the base of the one running the tests, same minor version."""
+    import glob
+
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in [
+        f"/usr/bin/python{version}",
+        *glob.glob(f"/root/.pyenv/versions/{version}*/bin/python3"),
+    ]:
+        if not os.path.exists(candidate):
+            continue
+        base = subprocess.run(
+            [candidate, "-c", "import sys; print(sys.base_prefix)"], capture_output=True, text=True
+        ).stdout.strip()
+        if base and base != sys.base_prefix:
+            return candidate
+    return None
+
+
+def test_an_image_built_from_a_virtualenv_sees_that_virtualenvs_packages(tmp_path: Path) -> None:
+    base = _other_base_python()
+    if base is None:
+        pytest.skip("needs a second Python interpreter of the same minor version")
+    venv = tmp_path / "venv"
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(purelib, "only_in_venv.py").write_text("WHERE = 'the venv'\n")
+    folder = tmp_path / "trainer"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text(
+        'FROM python:3.11\nCMD ["python", "-c", "import only_in_venv; print(only_in_venv.WHERE)"]\n'
+    )
+    build = (
+        "import sys; from pathlib import Path; from trainpool.images import context, local_store; "
+        "ctx = context.BuildContext.of(context.collect(Path(sys.argv[1])), {}); "
+        "local_store.add(ctx, Path(sys.argv[2]), ['local/venv-test:1'])"
+    )
+    root = tmp_path / "root"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-c", build, str(folder), str(root)], env=env, check=True
+    )
+    image = local_store.lookup("local/venv-test:1", root)
+    assert image is not None
+    done = subprocess.run(
+        image.argv(), env=image.env, cwd=image.workdir, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == "the venv", done.stderr

@@ -224,3 +224,39 @@ def test_a_task_that_reads_a_checkout_path_fails_naming_it(
     assert result.state == "FAILED"
     [task] = [t for t in result.tasks if t.state == "FAILED"]
     assert any(relative in line and "No such file" in line for line in task.tail), task.tail
+
+
+def test_kfp_local_warnings_and_log_records_go_to_the_transcript(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import logging
+    import sys
+    import warnings
+
+    from trainpool.localrun.runner import to_transcript
+    from trainpool.localrun.tasklog import TaskLog
+
+    with open(tmp_path / "t.log", "w", encoding="utf-8") as handle:
+        with to_transcript(TaskLog(handle)):
+            warnings.warn("a task that uses custom or non-Python base image", stacklevel=1)
+            logging.getLogger("kfp.local").warning("Could not resolve parent input: x")
+            print("Executing task 'a'")
+            print("stray", file=sys.stderr)
+    seen = capsys.readouterr()
+    assert seen.out == seen.err == ""
+    text = (tmp_path / "t.log").read_text()
+    for expected in ("non-Python base", "Could not resolve parent input", "Executing", "stray"):
+        assert expected in text
+
+
+def test_a_run_uses_the_emulator_already_serving_its_root(
+    tmp_path: Path, no_emulator: None
+) -> None:
+    from trainpool import emulator
+
+    pipeline = compile_fixture("with_job", tmp_path)
+    with emulator.start(tmp_path / "root") as running:
+        result = run_local(pipeline, {}, tmp_path / "root")
+        assert result.state == "SUCCEEDED", result.error
+        assert [j.state for j in result.jobs] == ["SUCCEEDED"]
+        assert running.state.db.execute("SELECT COUNT(*) AS n FROM jobs")[0]["n"] == 1

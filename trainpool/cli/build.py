@@ -26,7 +26,10 @@ def build_image_command(
         Path, typer.Argument(help="The trainer folder (its own Dockerfile is used).")
     ],
     local: bool = typer.Option(
-        False, "--local", help="Docker engine if reachable, else local store."
+        False, "--local", help="The local image store (what the emulator runs)."
+    ),
+    docker: bool = typer.Option(
+        False, "--docker", help="The local Docker engine instead (the emulator cannot run it)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as one JSON object."),
     image: str = typer.Option("", "--image", help="Repository to tag (default: from DIR's name)."),
@@ -54,7 +57,7 @@ def build_image_command(
             image_uri=image,
             framework=framework,
             reduction_server=reduction_server,
-            backend="local" if local else "auto",
+            backend="docker" if docker else "local" if local else "auto",
             project=project,
             location=location,
             base_image=base_image,

@@ -1,4 +1,9 @@
-"""``trainpool emulator [--port N] [--root DIR] [fault flags]``: the local Vertex AI API."""
+"""``trainpool emulator [--root DIR] [--port N] [fault flags]``: the local Vertex AI API.
+
+It listens on ``<root>/emulator.sock`` (mode 0600: its owner only), or on
+``127.0.0.1:N`` with ``--port`` (every local user can reach a port). One emulator
+per root: a second one on the same root is refused, naming the running one.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,13 @@ from trainpool.config import default_root
 
 
 def emulator_command(
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free port).")] = 0,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            help="Listen on 127.0.0.1:PORT (0: any free port) instead of the root's socket; "
+            "any local user can reach a port."
+        ),
+    ] = None,
     root: Annotated[
         Path | None,
         typer.Option(help="State directory (default: $TRAINPOOL_HOME or ./.trainpool)."),
@@ -33,7 +44,7 @@ def emulator_command(
     ] = "",
     kill_after: Annotated[float, typer.Option(help="...this many seconds after it starts.")] = 1.0,
 ) -> None:
-    """Serve the Vertex AI JobService (and the other emulated services) on 127.0.0.1."""
+    """Serve the Vertex AI JobService (and the other emulated services) to this user."""
     from trainpool import emulator
 
     try:

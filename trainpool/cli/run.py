@@ -36,18 +36,22 @@ def run_command(
         str, typer.Option("--pipeline-root", help="gs://BUCKET/PATH in the local store.")
     ] = DEFAULT_PIPELINE_ROOT,
 ) -> None:
-    """Run a compiled pipeline locally and print its outputs; exit 1 when it fails.
+    """Run a compiled pipeline locally and print what it did; exit 1 when it fails.
 
-    Starts the emulator unless VERTEX_AI_EMULATOR_HOST is set, and shows task,
-    job, replica and trial progress while it runs. A local folder given as
-    source_dir is uploaded under the pipeline root first, as `trainpool submit` does.
+    Uses the emulator VERTEX_AI_EMULATOR_HOST names, else the one serving the root,
+    else starts one; shows task, job, replica and trial progress while it runs. A local
+    folder given as source_dir is uploaded under the pipeline root first, as `trainpool
+    submit` does. SIGTERM or Ctrl-C cancels the run's jobs and exits 128 + the signal number.
     """
     if not local:
         fail("--local: not given; accepted: --local (to run on Vertex AI, use `trainpool submit`)")
+    import sys
+
     from rich.console import Console
 
     from trainpool.localrun import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
     from trainpool.localrun.runner import run_local
+    from trainpool.localrun.summary import job_lines
 
     try:
         spec = load_pipeline_spec(pipeline)
@@ -62,13 +66,18 @@ def run_command(
             pipeline,
             values,
             store,
-            console=Console(),
+            console=Console(file=sys.stdout),
             project=project,
             location=location,
             pipeline_root=pipeline_root,
         )
     except ValueError as err:
         fail(str(err))
+    for line in job_lines(result.jobs, result.root or store):
+        typer.echo(line)
+    if result.signal is not None:
+        typer.echo(f"pipeline {result.pipeline} CANCELLED: {result.error}", err=True)
+        fail(f"transcript: {result.transcript}", 128 + result.signal)
     if not result.ok:
         typer.echo(f"pipeline {result.pipeline} FAILED: {result.error}", err=True)
         for task in result.tasks:
@@ -78,6 +87,7 @@ def run_command(
                     typer.echo(f"  {line}", err=True)
         fail(f"transcript: {result.transcript}", 1)
     typer.echo(f"pipeline {result.pipeline} SUCCEEDED in {result.seconds:.1f}s")
+    typer.echo(f"transcript: {result.transcript}")
     typer.echo("outputs: " + json.dumps(result.outputs, indent=2, sort_keys=True, default=str))
 
 

@@ -7,6 +7,9 @@ trainpool's local builder into the local image store under the names in
 store. Only ``pip install -r`` runs; the build log lists the RUN steps that did
 not. The log is ``<root>/builds/<id>/log.txt`` and ``Build.log_url`` points at it.
 
+A build that was running when a previous server stopped (or crashed) has no
+thread any more: on start it is recorded FAILURE, saying so, like a CustomJob.
+
 ``TRAINPOOL_EMULATOR_BUILD_HOLD_S`` (default 0) keeps each build QUEUED that many
 seconds before it starts, so a demo or test can watch and cancel a queued build.
 """
@@ -35,6 +38,10 @@ HOLD_ENV = "TRAINPOOL_EMULATOR_BUILD_HOLD_S"
 Status = cb.Build.Status
 RUNNING = (Status.PENDING, Status.QUEUED, Status.WORKING)
 _TABLE = "CREATE TABLE IF NOT EXISTS builds (id TEXT PRIMARY KEY, project TEXT, data BLOB);"
+RESTART_DETAIL = (
+    "The emulator stopped while this build was running (server restart or crash); "
+    "nothing was pushed. Create the build again to rerun it."
+)
 
 
 class CloudBuildService:
@@ -42,7 +49,9 @@ class CloudBuildService:
         self.state = state
         self.hold_s = float(os.environ.get(HOLD_ENV, "0") or 0)
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         state.db.executescript(_TABLE)
+        state.on_stop(self._stopping.set)
 
     def _save(self, build: cb.Build) -> None:
         self.state.db.execute(
@@ -97,8 +106,8 @@ class CloudBuildService:
         return operations_pb2.Operation(name=name, metadata=metadata)
 
     def _run(self, build: cb.Build, log_file: Path) -> None:
-        if self.hold_s:
-            threading.Event().wait(self.hold_s)
+        if self._stopping.wait(self.hold_s):
+            return  # the server stops: the next one records this build FAILURE
         if self._set(build.project_id, build.id, status=Status.WORKING) is None:
             return
         with log_file.open("a") as log:
@@ -154,6 +163,16 @@ class CloudBuildService:
             not_run = local_store.add(ctx, self.state.root, [])
         return ctx.digest, not_run
 
+    def recover(self) -> None:
+        """Builds a previous server left running end FAILURE (their threads died with it)."""
+        with self._lock:
+            for row in self.state.db.execute("SELECT data FROM builds"):
+                build = cb.Build.deserialize(row["data"])
+                if build.status in RUNNING:
+                    build.status = Status.FAILURE  # type: ignore[assignment]
+                    build.status_detail = RESTART_DETAIL
+                    self._save(build)
+
     def get(self, request: cb.GetBuildRequest) -> cb.Build:
         return self._load(request.project_id, request.id)
 
@@ -170,6 +189,7 @@ class CloudBuildService:
 def handler(state: EmulatorState) -> grpc.GenericRpcHandler:
     """The CloudBuild handler."""
     service = CloudBuildService(state)
+    service.recover()
     ser_build = cb.Build.serialize
     return grpc.method_handlers_generic_handler(
         SERVICE,

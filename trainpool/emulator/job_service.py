@@ -19,7 +19,7 @@ from google.protobuf import any_pb2, empty_pb2
 from trainpool.emulator import validation
 from trainpool.emulator.convert import job_spec_rest, study_spec_rest
 from trainpool.emulator.job_store import CUSTOM, TERMINAL, TUNING
-from trainpool.emulator.list_filter import page_after, paginate
+from trainpool.emulator.list_filter import page_after, page_size, parse_filter
 from trainpool.emulator.rpc import invalid, not_found, precondition, unary
 from trainpool.emulator.runner import Runner, runner_for
 from trainpool.emulator.state import EmulatorState
@@ -76,8 +76,16 @@ class JobService:
 
     def list_jobs(self, kind: str, request: Any) -> tuple[list[Any], str]:
         validation.check_parent(request.parent)
-        listed = self.store.list_jobs(kind, request.parent, page_after(request.page_token))
-        return paginate([(int(job.name.rsplit("/", 1)[-1]), job) for job in listed], request)
+        size = page_size(request)
+        rows = self.store.list_jobs(
+            kind,
+            request.parent,
+            page_after(request.page_token),
+            limit=size + 1,
+            conditions=parse_filter(request.filter),
+        )
+        token = str(rows[size - 1][0]) if len(rows) > size else ""
+        return [job for _, job in rows[:size]], token
 
     def cancel(self, name: str, kind: str) -> empty_pb2.Empty:
         job = self._get(name, kind)

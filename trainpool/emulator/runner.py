@@ -27,8 +27,9 @@ from trainpool.emulator.processes import Replica
 from trainpool.emulator.state import EmulatorState
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS replica_groups (
-  job TEXT NOT NULL, replica TEXT NOT NULL, pgid INTEGER NOT NULL
+CREATE TABLE IF NOT EXISTS replica_processes (
+  job TEXT NOT NULL, replica TEXT NOT NULL,
+  pid INTEGER NOT NULL, start_ticks INTEGER NOT NULL, boot_id TEXT NOT NULL
 );
 """
 
@@ -105,14 +106,22 @@ class Runner:
         return JobContext(self.state.root, job_id, job_dir, project, location, trial_id)
 
     def record_groups(self, name: str, replicas: list[Replica]) -> None:
+        """Remember each replica's process by pid, start time and boot id, so that recovery
+        after a crash stops survivors that are provably these, and never a reused pid."""
+        rows = [
+            (name, r.launch.name, r.identity.pid, r.identity.start_ticks, r.identity.boot_id)
+            for r in replicas
+            if r.identity is not None
+        ]
         with self.state.db.transaction() as conn:
             conn.executemany(
-                "INSERT INTO replica_groups (job, replica, pgid) VALUES (?, ?, ?)",
-                [(name, r.launch.name, r.pgid) for r in replicas],
+                "INSERT INTO replica_processes (job, replica, pid, start_ticks, boot_id) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
             )
 
     def forget_groups(self, name: str) -> None:
-        self.state.db.execute("DELETE FROM replica_groups WHERE job = ?", (name,))
+        self.state.db.execute("DELETE FROM replica_processes WHERE job = ?", (name,))
 
     def submit(self, name: str, work: Callable[[str, threading.Event], None]) -> None:
         """Run ``work(name, cancel_event)`` in a thread of its own."""
@@ -192,9 +201,11 @@ class Runner:
 
     def recover(self) -> None:
         """After a restart: stop what a dead server left running and mark its jobs FAILED."""
-        rows = self.state.db.execute("SELECT pgid FROM replica_groups")
-        processes.stop_groups([int(row["pgid"]) for row in rows])
-        self.state.db.execute("DELETE FROM replica_groups")
+        rows = self.state.db.execute("SELECT pid, start_ticks, boot_id FROM replica_processes")
+        processes.stop_groups(
+            [processes.ProcessId(r["pid"], r["start_ticks"], r["boot_id"]) for r in rows]
+        )
+        self.state.db.execute("DELETE FROM replica_processes")
         for name in self.store.unfinished():
             self.finish(name, Outcome("FAILED", CODE_INTERNAL, RESTART_MESSAGE))
 

@@ -1,7 +1,9 @@
-"""The emulator's gRPC server on loopback, and the registry of its services.
+"""The emulator's gRPC server, one per root, and the registry of its services.
 
 ``SERVICES`` lists the modules that serve an API; each exposes
-``handler(state: EmulatorState) -> grpc.GenericRpcHandler``.
+``handler(state: EmulatorState) -> grpc.GenericRpcHandler``. The server holds
+the root's lock (:mod:`trainpool.emulator.root_lock`) from before recovery until it
+stops, and listens where :mod:`trainpool.emulator.listen` says.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from types import TracebackType
 
 import grpc
 
+from trainpool.emulator import listen, root_lock
 from trainpool.emulator.faults import FaultInterceptor, Faults
 from trainpool.emulator.state import EmulatorState
 
@@ -24,28 +27,34 @@ SERVICES: tuple[str, ...] = (
     "trainpool.emulator.schedule_service",
     "trainpool.emulator.cloud_build_service",
 )
-HOST = "127.0.0.1"
 WORKERS = 32
 
 
 class Emulator:
-    """A running emulator: ``address`` is ``127.0.0.1:PORT``; ``stop()`` ends it."""
+    """A running emulator: ``address`` is ``unix:<root>/emulator.sock`` (or
+    ``127.0.0.1:PORT`` when started with a port); ``stop()`` ends it."""
 
-    def __init__(self, state: EmulatorState, server: grpc.Server, port: int) -> None:
+    def __init__(self, state: EmulatorState, server: grpc.Server, lock: root_lock.RootLock) -> None:
         self.state = state
         self.root = state.root
-        self.port = port
-        self.address = f"{HOST}:{port}"
+        self.address = state.address
+        self.port = int(self.address.rsplit(":", 1)[1]) if self.address[0].isdigit() else None
         self._server = server
+        self._lock = lock
         self._stopped = False
 
     def stop(self, grace_s: float = 1.0) -> None:
-        """Stop serving, stop every running job (marked FAILED), close the database."""
+        """Stop serving, stop every running job (marked FAILED), close the database,
+        remove the socket, release the root."""
         if self._stopped:
             return
         self._stopped = True
         self._server.stop(grace_s).wait()
-        self.state.close()
+        try:
+            self.state.close()
+        finally:
+            listen.forget(self.address)
+            self._lock.release()
 
     def wait(self) -> None:
         """Block until the server stops."""
@@ -63,24 +72,22 @@ class Emulator:
         self.stop()
 
 
-def _listen(server: grpc.Server, port: int) -> int:
-    try:
-        bound = server.add_insecure_port(f"{HOST}:{port}")
-    except RuntimeError:
-        bound = 0
-    if bound == 0:
-        raise OSError(
-            f"port: {port}: cannot listen on {HOST}:{port} (in use?); "
-            "accepted: a free port, or 0 for any free port"
-        )
-    return bound
+def start(root: str | Path, port: int | None = None, faults: Faults | None = None) -> Emulator:
+    """Serve every service in ``SERVICES`` from ``root``, on ``unix:<root>/emulator.sock``
+    (mode 0600), or on ``127.0.0.1:port`` when ``port`` is given (0: a free port).
 
-
-def start(root: str | Path, port: int = 0, faults: Faults | None = None) -> Emulator:
-    """Serve every service in ``SERVICES`` on ``127.0.0.1:port`` (0: a free port) from ``root``."""
-    if not 0 <= port <= 65535:
+    Raises :class:`trainpool.emulator.root_lock.RootInUse` (an ``OSError``) when another
+    emulator serves ``root``; nothing of that one is touched.
+    """
+    if port is not None and not 0 <= port <= 65535:
         raise ValueError(f"port: {port!r}; accepted: 0 (any free port) to 65535")
-    state = EmulatorState(Path(root), faults or Faults())
+    root = Path(root).resolve()
+    lock = root_lock.acquire(root)
+    try:
+        state = EmulatorState(root, faults or Faults())
+    except BaseException:
+        lock.release()
+        raise
     interceptors = [FaultInterceptor(state.faults)] if state.faults.active else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=WORKERS),
@@ -88,12 +95,18 @@ def start(root: str | Path, port: int = 0, faults: Faults | None = None) -> Emul
         options=[("grpc.so_reuseport", 0)],
     )
     try:
+        if port is None:
+            state.address = listen.listen_unix(server, listen.socket_path(root))
+        else:
+            state.address = listen.listen_tcp(server, port)
         handlers = [importlib.import_module(name).handler(state) for name in SERVICES]
         server.add_generic_rpc_handlers(handlers)
-        bound = _listen(server, port)
     except BaseException:
+        server.stop(0)
         state.close()
+        listen.forget(state.address)
+        lock.release()
         raise
-    state.address = f"{HOST}:{bound}"
     server.start()
-    return Emulator(state, server, bound)
+    lock.publish(state.address)
+    return Emulator(state, server, lock)

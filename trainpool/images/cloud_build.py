@@ -1,11 +1,15 @@
 """Cloud Build backend: context tarball to Cloud Storage, build, wait, push to Artifact Registry.
 
-The context goes to ``gs://BUCKET/trainpool/contexts/<digest>.tar.gz``; the build
+The context goes to ``gs://BUCKET/trainpool/contexts/<digest>-<nonce>.tar.gz`` (one
+object per build, so concurrent builds of one context never delete each other's); the build
 runs ``docker build`` on it and pushes the image (Cloud Build's ``images``). Its
-logs URL is printed, the build is polled until it ends, and SIGTERM (a cancelled
+logs URL is printed, the build is polled until it ends (or until its own timeout
+plus ``QUEUE_S`` have passed: then it is cancelled), and SIGTERM (a cancelled
 pipeline task) cancels it. A successful build leaves
 ``gs://BUCKET/trainpool/images/<digest>.json`` (image URI with digest): that
-marker is how a later run knows the image exists and skips the build.
+marker is how a later run knows the image exists and skips the build. Once the
+build has ended the uploaded context is deleted, so contexts do not pile up
+under the bucket (a retry uploads it again); only the small markers stay.
 
 With ``VERTEX_AI_EMULATOR_HOST`` set the client talks to the trainpool emulator
 over insecure loopback gRPC; ``STORAGE_EMULATOR_HOST`` likewise points
@@ -18,6 +22,7 @@ import io
 import json
 import signal
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO, Protocol
 
@@ -28,6 +33,9 @@ DOCKER_STEP = "gcr.io/cloud-builders/docker"
 CONTEXTS = "trainpool/contexts"
 MARKERS = "trainpool/images"
 DEFAULT_TIMEOUT_S = 3600
+QUEUE_S = 600
+"""How long past the build's own timeout the client waits (a queued build's time) before
+giving up on it and cancelling it."""
 
 
 class Context(Protocol):
@@ -89,12 +97,14 @@ class CloudBuildBackend:
         bucket: str = "",
         poll_s: float = 2.0,
         log: Callable[[str], None] = print,
+        wait_s: float = DEFAULT_TIMEOUT_S + QUEUE_S,
     ) -> None:
         if not project:
             raise ValueError("project: '' is empty; accepted: the Google Cloud project to build in")
         self.project = project
         self.bucket_name = bucket or f"{project}_cloudbuild"
         self.poll_s = poll_s
+        self.wait_s = wait_s
         self.log = log
         self.client = cloud_build_client()
         from google.cloud import storage  # type: ignore[attr-defined]
@@ -109,17 +119,16 @@ class CloudBuildBackend:
         return found
 
     def upload(self, context: Context) -> str:
-        """Upload the context tarball (once per digest); return its object name."""
-        obj = f"{CONTEXTS}/{context.digest}.tar.gz"
-        blob = self.bucket.blob(obj)
-        if not blob.exists():
-            data = io.BytesIO()
-            context.write_tarball(data)
-            blob.upload_from_string(data.getvalue(), content_type="application/gzip")
+        """Upload the context tarball for one build; return its object name."""
+        obj = f"{CONTEXTS}/{context.digest}-{uuid.uuid4().hex[:12]}.tar.gz"
+        data = io.BytesIO()
+        context.write_tarball(data)
+        self.bucket.blob(obj).upload_from_string(data.getvalue(), content_type="application/gzip")
         return obj
 
     def wait(self, build_id: str) -> Any:
-        """Poll the build until it ends; return it."""
+        """Poll the build until it ends; return it. Past ``wait_s``, cancel it and raise
+        :class:`BuildFailed`."""
         from google.cloud.devtools.cloudbuild_v1 import types
 
         running = {
@@ -127,11 +136,27 @@ class CloudBuildBackend:
             types.Build.Status.QUEUED,
             types.Build.Status.WORKING,
         }
+        deadline = time.monotonic() + self.wait_s
         while True:
             build = self.client.get_build(project_id=self.project, id=build_id)
             if build.status not in running:
                 return build
+            if time.monotonic() > deadline:
+                self.cancel(build_id)
+                raise BuildFailed(
+                    f"build {build_id} still {build.status.name} after {self.wait_s:g}s: "
+                    f"cancelled; logs: {build.log_url}"
+                )
             time.sleep(self.poll_s)
+
+    def _forget_context(self, obj: str) -> None:
+        """Delete an uploaded context once its build has ended (the marker is what stays)."""
+        from google.api_core.exceptions import NotFound
+
+        try:
+            self.bucket.blob(obj).delete()
+        except NotFound:
+            pass
 
     def cancel(self, build_id: str) -> None:
         """Cancel the build; one that has already ended is left as it is."""
@@ -144,10 +169,16 @@ class CloudBuildBackend:
             self.log(f"build {build_id} not cancelled: {err.message}")
 
     def build(self, context: Context, image: str) -> tuple[str, list[str]]:
-        from google.cloud.devtools.cloudbuild_v1 import types
-
         obj = self.upload(context)
         self.log(f"uploaded the build context to gs://{self.bucket_name}/{obj}")
+        try:
+            final = self._run(context, image, obj)
+        finally:
+            self._forget_context(obj)
+        return self._pushed(context, image, final)
+
+    def _run(self, context: Context, image: str, obj: str) -> Any:
+        """Create the build of the uploaded context and follow it to its end."""
         request = build_request(image, self.bucket_name, obj, context.build_args)
         with signals.deferred() as seen:  # a signal during create must still cancel what it made
             operation = self.client.create_build(project_id=self.project, build=request)
@@ -158,11 +189,16 @@ class CloudBuildBackend:
             raise BuildFailed(f"build cancelled: {signal.Signals(seen[0]).name} received")
         try:
             with signals.raise_on_signal():
-                final = self.wait(started.id)
+                return self.wait(started.id)
         except signals.Interrupted as sig:
             with signals.deferred():  # a second signal must not stop the cancel half-way
                 self.cancel(started.id)
             raise BuildFailed(f"build cancelled: {sig} received") from None
+
+    def _pushed(self, context: Context, image: str, final: Any) -> tuple[str, list[str]]:
+        """The image URI of a ended build, and its marker written; BuildFailed unless SUCCESS."""
+        from google.cloud.devtools.cloudbuild_v1 import types
+
         if final.status != types.Build.Status.SUCCESS:
             raise BuildFailed(
                 f"build {final.id} ended {final.status.name}: "

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from trainpool.images import ignore
+from trainpool.images import ignore, secrets
 
 _CHUNK = 1 << 20
 ALWAYS_SENT = frozenset({"Dockerfile", ".dockerignore"})
@@ -95,11 +95,18 @@ def _walk(root: Path, patterns: list[ignore.Pattern]) -> Iterator[Entry]:
             if full.is_symlink():
                 yield Entry(rel, 0o777, link=os.readlink(full))
             elif full.is_file():
+                kind = secrets.credential_kind(full)
+                if kind is not None:
+                    raise secrets.CredentialInContext(rel, kind)
                 yield file_entry(rel, full)
 
 
 def collect(root: Path, patterns: list[ignore.Pattern] | None = None) -> list[Entry]:
-    """The entries of folder ``root`` that its ``.dockerignore`` (or the default) keeps."""
+    """The entries of folder ``root`` that its ``.dockerignore`` (or the default) keeps.
+
+    A kept file that holds a credential (by content) raises
+    :class:`trainpool.images.secrets.CredentialInContext` naming it.
+    """
     if not root.is_dir():
         raise FileNotFoundError(
             f"source_dir {str(root)!r}: not a folder; accepted: a trainer folder"

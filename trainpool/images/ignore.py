@@ -26,8 +26,13 @@ class Pattern:
 
 
 def default_text() -> str:
-    """trainpool's default ``.dockerignore`` (VCS, virtualenvs, caches, secrets)."""
+    """trainpool's default ``.dockerignore`` (VCS, virtualenvs, caches, local state)."""
     return (resources.files("trainpool.images") / "templates" / "dockerignore").read_text()
+
+
+def secrets_text() -> str:
+    """Names of credentials, kept out of every context (``templates/secrets-ignore``)."""
+    return (resources.files("trainpool.images") / "templates" / "secrets-ignore").read_text()
 
 
 def _translate(pattern: str) -> str:
@@ -79,9 +84,10 @@ def parse(text: str) -> list[Pattern]:
 
 
 def load(context_dir: Path) -> list[Pattern]:
-    """The folder's own ``.dockerignore`` when it has one, else trainpool's default."""
+    """The folder's own ``.dockerignore`` when it has one, else trainpool's default; then the
+    secret names, last, so no ``!pattern`` of the folder's brings a credential back."""
     own = context_dir / DOCKERIGNORE
-    return parse(own.read_text() if own.is_file() else default_text())
+    return parse(own.read_text() if own.is_file() else default_text()) + parse(secrets_text())
 
 
 def ignored(rel_path: str, patterns: list[Pattern]) -> bool:

@@ -1,4 +1,9 @@
-"""The local backends: a Docker engine when one answers, else the local image store."""
+"""The local backends: the local image store (what the emulator runs), or a Docker engine.
+
+Local builds go to the store unless the Docker backend is asked for by name: the
+emulator runs images from the store, and an image in a Docker engine is one it
+cannot find, however many engines answer ``docker info``.
+"""
 
 from __future__ import annotations
 
@@ -73,6 +78,11 @@ class DockerBackend:
         return f"{image}@{self._image_id(image)}", []
 
 
-def local_backend(root: Path) -> StoreBackend | DockerBackend:
-    """The Docker engine when reachable, else the local image store at ``root``."""
-    return DockerBackend() if docker_reachable() else StoreBackend(root)
+def docker_backend() -> DockerBackend:
+    """The Docker engine; ValueError when none answers ``docker info``."""
+    if not docker_reachable():
+        raise ValueError(
+            "backend: 'docker' but no Docker engine answers `docker info`; "
+            "accepted: a running engine, or backend 'local' (the local image store)"
+        )
+    return DockerBackend()

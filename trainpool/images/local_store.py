@@ -2,9 +2,11 @@
 
 An image is a content-addressed snapshot of its build context plus the
 Dockerfile's ENTRYPOINT, CMD, WORKDIR and ENV, and a Python environment made
-for it: a virtualenv over the host's packages (``--system-site-packages``, so
-torch and the rest are reused) into which the image's requirements files are
-``pip install``-ed (a no-op for what the host already has). **No other RUN step
+for it: a virtualenv over the packages of the environment trainpool runs in (a
+virtualenv, a conda env or the system: its site-packages are added by a ``.pth``
+file, since ``--system-site-packages`` alone reaches only the *base*
+interpreter's), so torch and the rest are reused, into which the image's
+requirements files are ``pip install``-ed (a no-op for what is there already). **No other RUN step
 is executed** (apt, curl, ...): :func:`add` returns them so callers say so.
 
 Layout under ``<root>/images/``::
@@ -25,8 +27,10 @@ import os
 import posixpath
 import re
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -152,12 +156,33 @@ def _requirements(config: image_config.ImageConfig, context_dir: Path) -> list[P
     return found
 
 
+HOST_PTH = "_trainpool_host_env.pth"
+
+
+def host_site_dirs() -> list[str]:
+    """The site-packages of the environment this interpreter runs in (venv, conda or system)."""
+    paths = sysconfig.get_paths()
+    found = [paths["purelib"], paths["platlib"], *site.getsitepackages()]
+    return [p for i, p in enumerate(found) if p not in found[:i] and os.path.isdir(p)]
+
+
 def _make_venv(image_dir: Path, requirements: list[Path]) -> None:
     venv = image_dir / "venv"
     subprocess.run(
         [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
         check=True,
     )
+    own = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(own, HOST_PTH).write_text("".join(f"{d}\n" for d in host_site_dirs()))
     for req in requirements:
         subprocess.run(
             [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install"]

@@ -2,7 +2,8 @@
 
 The ``build_image`` component and ``trainpool build-image`` both call
 :func:`build_image`; nothing else decides between Cloud Build, a Docker engine and
-the local image store.
+the local image store. ``auto`` never picks Docker: a local build goes to the store,
+which the emulator runs; ``docker`` builds on the engine, for running by hand.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from pathlib import Path
 from trainpool.config import default_root, emulator_host
 from trainpool.images import builder, sources
 from trainpool.images.builder import BuildResult
-from trainpool.images.local_backend import local_backend
+from trainpool.images.local_backend import StoreBackend, docker_backend
 
-BACKENDS = ("auto", "local", "cloud")
+BACKENDS = ("auto", "local", "docker", "cloud")
 
 
 def default_repository(source_dir: Path, local: bool, project: str, location: str) -> str:
@@ -34,7 +35,8 @@ def uses_cloud_build(backend: str, project: str) -> bool:
     """Whether ``backend`` means Cloud Build for ``project``; raises ValueError on bad input.
 
     ``auto`` is Cloud Build when a project is given (with the Vertex emulator set, only
-    when a storage emulator is set too, since contexts go through Cloud Storage), else local.
+    when a storage emulator is set too, since contexts go through Cloud Storage), else the
+    local image store (``local``), whether or not a Docker engine runs.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend: {backend!r}; accepted: {', '.join(BACKENDS)}")
@@ -108,6 +110,8 @@ def build_image(
         from trainpool.images.cloud_build import CloudBuildBackend
 
         chosen: builder.Backend = CloudBuildBackend(project, bucket=bucket, log=say)
+    elif backend == "docker":
+        chosen = docker_backend()
     else:
-        chosen = local_backend(root or default_root())
+        chosen = StoreBackend(root or default_root())
     return builder.build(request, chosen, log=say)

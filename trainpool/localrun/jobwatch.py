@@ -1,22 +1,27 @@
 """Jobs, trials and replica logs of a local run, polled from the emulator.
 
 The pipeline's tasks create CustomJobs and HyperparameterTuningJobs on the
-emulator; this lists the ones created since the run started (through
-``trainpool.vertex.clients.job_client``) and reads the tail of each replica's
-log under ``<root>/jobs/<job id>/``.
+emulator, labelled ``trainpool-local-run=<run id>`` (the run sets
+``VERTEX_AI_PIPELINES_RUN_LABELS`` and the launchers copy those labels into their
+jobs, as on Vertex). This lists the ones with the run's label, a filter the
+emulator answers from an index, so a poll costs the same whatever the root's
+history (through ``trainpool.vertex.clients.job_client``), and reads the tail of
+each replica's log under ``<root>/jobs/<job id>/``.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from trainpool.spec.states import job_is_final
 from trainpool.vertex import clients
 
 POLL_S = 1.0
+RUN_LABEL = "trainpool-local-run"
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,10 @@ class JobView:
     state: str
     replicas: dict[str, str] = field(default_factory=dict)  # replica name -> last log line
     trials: list[TrialView] = field(default_factory=list)
+    base_output: str = ""
+    """``baseOutputDirectory`` of the job (of each trial's job, for a sweep)."""
+    goal: str = ""
+    """A sweep's goal for its first metric: MAXIMIZE or MINIMIZE."""
 
     @property
     def job_id(self) -> str:
@@ -78,11 +87,11 @@ def _trial(trial: Any) -> TrialView:
 class JobWatch:
     """Polls the emulator in a background thread; :meth:`snapshot` is safe from any thread."""
 
-    def __init__(self, root: Path, project: str, location: str, since: datetime) -> None:
+    def __init__(self, root: Path, project: str, location: str, run_id: str) -> None:
         self.root = root
         self.parent = f"projects/{project}/locations/{location}"
         self.location = location
-        self.since = since
+        self.filter = f'labels.{RUN_LABEL}="{run_id}"'
         self._jobs: list[JobView] = []
         self._client: Any = None
         self._lock = threading.Lock()
@@ -112,26 +121,49 @@ class JobWatch:
             old = {view.name: view for view in self._jobs}
             if custom is not None:
                 for job in custom:
-                    old[job.name] = self._view(job, "CustomJob", [])
+                    old[job.name] = self._view(job, "CustomJob", job.job_spec, [])
             if tuning is not None:
                 for job in tuning:
                     trials = [_trial(t) for t in job.trials]
-                    old[job.name] = self._view(job, "HyperparameterTuningJob", trials)
+                    view = self._view(job, "HyperparameterTuningJob", job.trial_job_spec, trials)
+                    metrics = list(job.study_spec.metrics)
+                    goal = (
+                        _short_state(metrics[0].goal).removeprefix("GOAL_TYPE_") if metrics else ""
+                    )
+                    old[job.name] = JobView(**{**view.__dict__, "goal": goal})
             self._jobs = sorted(old.values(), key=lambda v: v.name)
+
+    def cancel_unfinished(self, wait_s: float = 30.0) -> None:
+        """Cancel every job of the run that has not ended, and wait up to ``wait_s`` for them."""
+        from google.api_core import exceptions
+
+        self.poll()
+        cancels = {
+            "CustomJob": self._client.cancel_custom_job,
+            "HyperparameterTuningJob": self._client.cancel_hyperparameter_tuning_job,
+        }
+        for view in self.snapshot():
+            if not job_is_final(f"JOB_STATE_{view.state}"):
+                try:
+                    cancels[view.kind](name=view.name)
+                except exceptions.GoogleAPICallError:
+                    pass  # ended meanwhile, or the server is gone: nothing left to cancel
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            self.poll()
+            if all(job_is_final(f"JOB_STATE_{v.state}") for v in self.snapshot()):
+                return
+            time.sleep(0.1)
 
     def _list(self, method: Any) -> list[Any] | None:
         from google.api_core import exceptions
 
         try:
-            return [job for job in method(parent=self.parent) if self._new(job)]
+            return list(method(request={"parent": self.parent, "filter": self.filter}))
         except (exceptions.GoogleAPICallError, exceptions.RetryError):
             return None
 
-    def _new(self, job: Any) -> bool:
-        created = job.create_time
-        return created is None or created.timestamp() >= self.since.timestamp() - 1
-
-    def _view(self, job: Any, kind: str, trials: list[TrialView]) -> JobView:
+    def _view(self, job: Any, kind: str, spec: Any, trials: list[TrialView]) -> JobView:
         job_id = job.name.rsplit("/", 1)[-1]
         return JobView(
             name=job.name,
@@ -140,6 +172,7 @@ class JobWatch:
             state=_short_state(job.state),
             replicas=replica_tails(self.root, job_id),
             trials=trials,
+            base_output=spec.base_output_directory.output_uri_prefix,
         )
 
     def _loop(self) -> None:

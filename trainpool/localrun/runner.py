@@ -13,17 +13,26 @@ What Vertex AI Pipelines does before and around a run, the local run does too:
 
 The YAML is then called under ``kfp.local.init(SubprocessRunner(use_venv=False))``:
 each lightweight component runs as a subprocess of this interpreter. The emulator is
-started in this process unless ``VERTEX_AI_EMULATOR_HOST`` already names one.
+the one ``VERTEX_AI_EMULATOR_HOST`` names, else the one already serving the root (its
+lock file says where), else one started in this process; the tasks get the run's label
+(``VERTEX_AI_PIPELINES_RUN_LABELS``), which their jobs carry.
+
+Everything kfp.local prints, its warnings and log records included, goes to the
+transcript; the screen shows only the progress display. SIGTERM or SIGINT stops
+the tasks, cancels the run's jobs, and ends the run CANCELLED.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import signal
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +43,9 @@ from trainpool import config
 from trainpool.cluster_env import gcs
 from trainpool.images import sources
 from trainpool.images.storage import LOCAL_ROOT_ENV
+from trainpool.localrun import interrupt
 from trainpool.localrun.defaults import DEFAULT_LOCATION, DEFAULT_PIPELINE_ROOT, DEFAULT_PROJECT
-from trainpool.localrun.jobwatch import JobView, JobWatch
+from trainpool.localrun.jobwatch import RUN_LABEL, JobView, JobWatch
 from trainpool.localrun.params import (
     coerce_values,
     load_pipeline_spec,
@@ -53,7 +63,8 @@ SOURCE_PARAMETERS = ("source_dir",)
 
 @dataclass
 class RunResult:
-    """What a local run did: ``state`` is ``SUCCEEDED`` or ``FAILED``."""
+    """What a local run did: ``state`` is ``SUCCEEDED``, ``FAILED`` or ``CANCELLED``
+    (``signal``: the SIGTERM or SIGINT that cancelled it)."""
 
     pipeline: str
     state: str
@@ -64,6 +75,8 @@ class RunResult:
     error: str = ""
     tasks: list[TaskState] = field(default_factory=list)
     jobs: list[JobView] = field(default_factory=list)
+    signal: int | None = None
+    root: Path | None = None
 
     @property
     def ok(self) -> bool:
@@ -86,15 +99,32 @@ def patched_environ(updates: Mapping[str, str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def emulator_for(root: Path) -> Iterator[str]:
-    """The emulator's address: the one already set, else one started on ``root`` for the run."""
+    """The emulator's address: the one already set, else the one serving ``root``, else one
+    started on ``root`` for the run."""
     host = config.emulator_host()
     if host is not None:
         yield host
         return
     from trainpool import emulator
+    from trainpool.emulator import root_lock
 
+    serving = root_lock.running(root)
+    if serving is not None:
+        with patched_environ({config.EMULATOR_ENV: serving}):
+            yield serving
+        return
     with emulator.start(root) as running, patched_environ({config.EMULATOR_ENV: running.address}):
         yield running.address
+
+
+def run_labels(run_id: str) -> str:
+    """``VERTEX_AI_PIPELINES_RUN_LABELS`` for the tasks: any set already, plus the run's."""
+    raw = os.environ.get("VERTEX_AI_PIPELINES_RUN_LABELS", "").strip()
+    try:
+        labels = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        labels = {}
+    return json.dumps({**(labels if isinstance(labels, dict) else {}), RUN_LABEL: run_id})
 
 
 def _plain(value: Any) -> Any:
@@ -108,12 +138,39 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _watch(root: Path, values: Mapping[str, Any], since: datetime) -> JobWatch | None:
+def _watch(root: Path, values: Mapping[str, Any], run_id: str) -> JobWatch | None:
     project = values.get("project")
     if not isinstance(project, str) or not project:
         return None
     location = values.get("location") or DEFAULT_LOCATION
-    return JobWatch(root, project, str(location), since)
+    return JobWatch(root, project, str(location), run_id)
+
+
+def _to(log: TaskLog) -> Any:
+    def show(message: Any, category: Any, filename: str, lineno: int, *_: Any) -> None:
+        log.write(warnings.formatwarning(message, category, filename, lineno))
+
+    return show
+
+
+@contextlib.contextmanager
+def to_transcript(log: TaskLog) -> Iterator[None]:
+    """kfp.local's prints, warnings and log records (stdout and stderr) into the transcript."""
+    import logging
+
+    handler = logging.StreamHandler(log)
+    logging.getLogger().addHandler(handler)
+    try:
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
+            warnings.simplefilter("always")
+            warnings.showwarning = _to(log)
+            yield
+    finally:
+        logging.getLogger().removeHandler(handler)
 
 
 @contextlib.contextmanager
@@ -180,16 +237,21 @@ def run_local(
                 values[param] = sources.upload_param(param, str(values[param]), pipeline_root)
     component = components.load_component_from_file(str(resolved))
     started = time.monotonic()
-    since = datetime.now(timezone.utc)
+    run_id = f"{stamp}-{os.getpid()}"
     defaults = load_pipeline_spec(resolved)
-    watch = _watch(root, {**pipeline_defaults(defaults), **values}, since)
+    watch = _watch(root, {**pipeline_defaults(defaults), **values}, run_id)
     outputs: dict[str, Any] = {}
     error = ""
+    if console is not None:
+        console.file = console.file  # the screen it has now, not the transcript put in its place
     with contextlib.ExitStack() as stack:
         stack.enter_context(emulator_for(root))
-        stack.enter_context(
-            patched_environ({config.HOME_ENV: str(root), LOCAL_ROOT_ENV: str(gcs_root)})
-        )
+        env = {
+            config.HOME_ENV: str(root),
+            LOCAL_ROOT_ENV: str(gcs_root),
+            "VERTEX_AI_PIPELINES_RUN_LABELS": run_labels(run_id),
+        }
+        stack.enter_context(patched_environ(env))
         log = TaskLog(stack.enter_context(open(transcript, "w", encoding="utf-8")))
         if console is not None:
             frame = Frame(name, log.snapshot, watch.snapshot if watch else list)
@@ -197,20 +259,27 @@ def run_local(
             stack.enter_context(live)
         if watch is not None:
             stack.enter_context(watch)
-        local.init(local.SubprocessRunner(use_venv=False), pipeline_root=str(local_root_path))
         image_env = image_environ(_executor_image(defaults), root)
         environ = task_environ(os.environ, image_env, run_dir / "home")
+        signals_seen = stack.enter_context(interrupt.handed_on())
         try:
-            with contextlib.redirect_stdout(log), task_surroundings(run_dir / "work", environ):
+            with to_transcript(log), task_surroundings(run_dir / "work", environ):
+                local.init(
+                    local.SubprocessRunner(use_venv=False), pipeline_root=str(local_root_path)
+                )
                 task = component(**values)
             outputs = {key: _plain(value) for key, value in task.outputs.items()}
-        except RuntimeError as err:
+        except (RuntimeError, interrupt.Interrupted) as err:
             error = TaskLog.plain(str(err))
+        if signals_seen:
+            error = f"cancelled by {signal.Signals(signals_seen[0]).name}"
+            if watch is not None:
+                watch.cancel_unfinished()
     if console is not None and not console.is_terminal:
         console.line()
     return RunResult(
         pipeline=name,
-        state="FAILED" if error else "SUCCEEDED",
+        state=("CANCELLED" if signals_seen else "FAILED") if error else "SUCCEEDED",
         outputs=outputs,
         seconds=time.monotonic() - started,
         transcript=transcript,
@@ -218,4 +287,6 @@ def run_local(
         error=error,
         tasks=log.snapshot(),
         jobs=watch.snapshot() if watch else [],
+        signal=signals_seen[0] if signals_seen else None,
+        root=root,
     )

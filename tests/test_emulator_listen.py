@@ -1,0 +1,74 @@
+"""The emulator's socket is its owner's alone; a port is an explicit opt-in."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import trainpool.emulator as emulator
+from trainpool.emulator import listen
+from trainpool.vertex.clients import job_client
+
+pytestmark = pytest.mark.timeout(60)
+PARENT = "projects/demo/locations/us-central1"
+CONNECT = (
+    "import socket, sys\n"
+    "s = socket.socket(socket.AF_UNIX)\n"
+    "try:\n    s.connect(sys.argv[1])\nexcept PermissionError:\n    sys.exit(13)\n"
+)
+
+
+def test_the_default_transport_is_a_socket_only_its_owner_may_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with emulator.start(tmp_path / "root") as emu:
+        assert emu.address == f"unix:{tmp_path.resolve() / 'root' / 'emulator.sock'}"
+        assert emu.port is None
+        mode = os.stat(emu.address.removeprefix("unix:")).st_mode
+        assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        assert list(job_client("us-central1").list_custom_jobs(parent=PARENT)) == []
+    assert not (tmp_path / "root" / "emulator.sock").exists()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv to act as another user",
+)
+def test_another_user_cannot_connect() -> None:
+    shared = Path(tempfile.mkdtemp(prefix="trainpool-shared-"))
+    try:
+        shared.chmod(0o755)  # others may look in: only the socket's own mode keeps them out
+        with emulator.start(shared / "root") as emu:
+            (shared / "root").chmod(0o755)
+            socket_path = emu.address.removeprefix("unix:")
+            nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+            probe = subprocess.run(
+                [*nobody, "python3", "-I", "-c", CONNECT, socket_path], timeout=30, check=False
+            )
+            assert probe.returncode == 13
+            mine = subprocess.run(["python3", "-I", "-c", CONNECT, socket_path], timeout=30)
+            assert mine.returncode == 0
+    finally:
+        shutil.rmtree(shared)
+
+
+def test_a_root_too_long_for_a_socket_gets_a_private_one(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 100)
+    path = listen.socket_path(deep)
+    try:
+        assert path.name == "emulator.sock" and len(str(path)) <= listen.MAX_SOCKET_PATH
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    finally:
+        shutil.rmtree(path.parent)
+
+
+def test_a_port_is_loopback_tcp(tmp_path: Path) -> None:
+    with emulator.start(tmp_path / "root", port=0) as emu:
+        assert emu.address == f"127.0.0.1:{emu.port}"

@@ -1,0 +1,101 @@
+"""One emulator per root: an ``fcntl`` lock on ``<root>/emulator.lock``.
+
+The server that holds the lock writes its pid and address into the file, so a
+second server on the same root is refused with a message naming both, and
+``trainpool run --local`` can use the running one instead of starting its own.
+The kernel drops the lock when its holder dies (SIGKILL included), so a stale
+file never blocks a restart.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+LOCK_NAME = "emulator.lock"
+ADDRESS_WAIT_S = 5.0
+
+
+class RootInUse(OSError):
+    """Another live emulator serves this root."""
+
+    def __init__(self, root: Path, address: str, pid: int | None) -> None:
+        self.root, self.address, self.pid = root, address, pid
+        where = address or "an address it has not published yet"
+        super().__init__(
+            f"root: {root} is served by the emulator at {where} (pid {pid}); "
+            f"accepted: one emulator per root: use it (export VERTEX_AI_EMULATOR_HOST={address}) "
+            "or give another --root"
+        )
+
+
+@dataclass
+class RootLock:
+    """The held lock of one root; :meth:`publish` the address, :meth:`release` at stop."""
+
+    root: Path
+    handle: IO[str]
+
+    def publish(self, address: str) -> None:
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(json.dumps({"pid": os.getpid(), "address": address}) + "\n")
+        self.handle.flush()
+
+    def release(self) -> None:
+        if self.handle.closed:
+            return
+        self.handle.seek(0)
+        self.handle.truncate()
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def _holder(path: Path) -> tuple[str, int | None]:
+    try:
+        data = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        return "", None
+    return str(data.get("address", "")), data.get("pid")
+
+
+def acquire(root: Path) -> RootLock:
+    """Lock ``root`` for this server; :class:`RootInUse` when another server holds it."""
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / LOCK_NAME
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise RootInUse(root, *_holder(path)) from None
+    return RootLock(root, handle)
+
+
+def running(root: Path, wait_s: float = ADDRESS_WAIT_S) -> str | None:
+    """The address of the live emulator serving ``root``, or None when there is none.
+
+    A server that holds the lock but has not published its address yet (it is starting)
+    is waited for up to ``wait_s``; :class:`RootInUse` if it still has none.
+    """
+    path = root / LOCK_NAME
+    if not path.exists():
+        return None
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            lock = acquire(root)
+        except RootInUse as busy:
+            if busy.address:
+                return busy.address
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+            continue
+        lock.release()
+        return None
