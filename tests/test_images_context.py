@@ -247,6 +247,8 @@ def test_ordinary_json_and_certificates_are_kept(tmp_path: Path) -> None:
     files = {
         "config.json": b'{"type": "model", "layers": 3}',
         "ca.crt": b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        # code that names the header (a detector, a test) is not a key
+        "check.py": b'MARKER = (b"-----BEGIN ", b"PRIVATE KEY-----")\n',
     }
     root = write(tmp_path, {**FILES, **files})
     assert set(files) <= set(BuildContext.of(collect(root)).paths())

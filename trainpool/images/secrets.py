@@ -8,10 +8,16 @@ credential JSON, a PEM private key, a PKCS#12 (``.p12``/``.pfx``) bundle.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 MAX_READ = 1 << 20
-_PEM = (b"-----BEGIN ", b"PRIVATE KEY-----")
+_PEM = re.compile(
+    rb"^-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\r?\n"  # a whole block, not a mention of one
+    rb"[A-Za-z0-9+/=:,.\- \r\n]+?"
+    rb"^-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+    re.MULTILINE,
+)
 _PKCS12_VERSION = b"\x02\x01\x03\x30"  # PFX ::= SEQUENCE { version INTEGER (3), authSafe ...
 
 
@@ -46,8 +52,7 @@ def credential_kind(path: Path) -> str | None:
             data = handle.read(MAX_READ)
     except OSError:
         return None
-    begin = data.find(_PEM[0])
-    if begin != -1 and _PEM[1] in data[begin : begin + 64]:
+    if _PEM.search(data):
         return "a PEM private key"
     if _is_pkcs12(data):
         return "a PKCS#12 key bundle"
