@@ -2,6 +2,7 @@
 
 from typing import NamedTuple
 
+from google_cloud_pipeline_components.types.artifact_types import UnmanagedContainerModel
 from kfp import dsl
 from kfp.dsl import HTML, Artifact, Metrics, Output, OutputPath
 
@@ -21,6 +22,7 @@ def hyperparameter_sweep(
     trials: Output[Artifact],
     trials_report: Output[HTML],
     metrics: Output[Metrics],
+    model: Output[UnmanagedContainerModel],
     max_failed_trial_count: int = 0,
     image_uri: str = "",
     labels: dict = {},  # noqa: B006 (KFP compiles the default into the spec; never mutated)
@@ -30,17 +32,34 @@ def hyperparameter_sweep(
     strategy: str = "",
     job_fields: dict = {},  # noqa: B006 (KFP compiles the default into the spec)
     task_id: str = dsl.PIPELINE_TASK_ID_PLACEHOLDER,
-) -> NamedTuple("Outputs", best_trial_id=str, best_parameters=dict, best_metric_value=float):
+    pipeline_root: str = dsl.PIPELINE_ROOT_PLACEHOLDER,
+    run_id: str = dsl.PIPELINE_JOB_ID_PLACEHOLDER,
+    serving_image: str = "",
+) -> NamedTuple(
+    "Outputs", best_trial_id=str, best_parameters=dict, best_metric_value=float, outcome=dict
+):
     """Sweep custom_job_spec's trainer over study; report every trial and return the best.
 
     study is readable ({"metrics": {"accuracy": "maximize"}, "parameters": {"lr": {"type":
     "double", "min": 1e-4, "max": 0.1, "scale": "log"}}, "algorithm": "random"}) or a
     StudySpec in REST JSON; it is checked before anything is created. job_fields is
     plan_cluster's output of the same name (labels, encryption key); labels given here win.
+    Trials write under <base>/<run_id>/<trial id>/ (base as in launch_custom_job); a retry
+    after the tuning job failed starts the next attempt. model is the best trial's model
+    directory, typed for GCPC's ModelUploadOp; outcome holds the best trial, its parameters
+    and metric, the model and every trial.
     """
     from trainpool.vertex import launch, sweep
 
-    options = launch.Options(image_uri, base_output_directory, timeout, service_account, strategy)
+    options = launch.Options(
+        image_uri,
+        base_output_directory,
+        timeout,
+        service_account,
+        strategy,
+        pipeline_root=pipeline_root,
+        run_id=run_id,
+    )
     job = sweep.tuning_job(
         display_name,
         custom_job_spec,
@@ -59,4 +78,6 @@ def hyperparameter_sweep(
     best_id, best_parameters, best_value = result.best_outputs()
     metrics.log_metric(result.metric_id, best_value)
     metrics.log_metric("trials", len(result.trials))
-    return best_id, best_parameters, best_value
+    model.uri = result.model_uri
+    model.metadata = launch.model_metadata(serving_image)
+    return best_id, best_parameters, best_value, result.outcome

@@ -15,13 +15,16 @@ Compile with ``trainpool compile``; run locally with
 # No `from __future__ import annotations`: KFP reads the parameter annotations as types.
 from typing import NamedTuple
 
+from google_cloud_pipeline_components.types.artifact_types import UnmanagedContainerModel
 from kfp import dsl
 
 from components.build_image import build_image
 from components.hyperparameter_sweep import hyperparameter_sweep
 from components.launch_custom_job import launch_custom_job
 from components.plan_cluster import plan_cluster
+from components.select_model import select_model
 from components.size_reduction_server import size_reduction_server
+from components.upload_model import upload_model
 
 DEFAULT_REQUEST: dict = {
     "primary": {"machine_type": "n1-standard-4"},
@@ -30,9 +33,17 @@ DEFAULT_REQUEST: dict = {
 }
 
 
+TRAIN_RETRIES = 2
+"""Retries of the train and sweep tasks, for SPOT and FLEX_START preemptions (each retry
+creates the job's next attempt, which resumes from its checkpoint). Change it and
+recompile: KFP takes a retry count at compile time only."""
+
+
 class Outputs(NamedTuple):
     plan: dsl.Markdown
     gcp_resources: str
+    model: UnmanagedContainerModel
+    outcome: dict
 
 
 DEFAULT_STUDY: dict = {
@@ -69,6 +80,7 @@ def distributed_training(
     max_failed_trial_count: int = 0,
     base_output_directory: str = "",
     service_account: str = "",
+    serving_image: str = "",
 ) -> Outputs:
     """Train on Vertex AI from a readable cluster request.
 
@@ -80,8 +92,14 @@ def distributed_training(
     (`trainpool upload-source`); image_uri "" is LOCATION-docker.pkg.dev/PROJECT/trainpool/
     trainer. With source_dir "" the image_uri is used as given (no build). project and
     location default to the pipeline run's.
-    max_trial_count 0 runs one CustomJob instead of a sweep. Outputs the plan report
-    and the gcp_resources that name the job (the sweep's or the single job's).
+    max_trial_count 0 runs one CustomJob instead of a sweep. Every run writes under
+    <base_output_directory or pipeline root>/<run id>/. The train or sweep task is retried
+    TRAIN_RETRIES times (a preempted job's next attempt resumes from its checkpoint).
+    Outputs the plan report, the gcp_resources that name the job (the sweep's or the
+    single job's), the model (the job's, or the best trial's; typed for GCPC's
+    ModelUploadOp), and the outcome (job, state, model URI; for a sweep the best trial,
+    its parameters and metric, and every trial). With serving_image, the model is also
+    registered in the Vertex AI Model Registry.
     """
     plan = plan_cluster(
         cluster_request=cluster_request,
@@ -130,9 +148,11 @@ def distributed_training(
                 job_fields=job_fields,
                 base_output_directory=base_output_directory,
                 service_account=service_account,
+                serving_image=serving_image,
             )
             .set_display_name("hyperparameter sweep")
             .set_caching_options(False)
+            .set_retry(num_retries=TRAIN_RETRIES, backoff_duration="0s")
         )
     with dsl.Else(name="single-job"):
         launch = (
@@ -145,11 +165,25 @@ def distributed_training(
                 job_fields=job_fields,
                 base_output_directory=base_output_directory,
                 service_account=service_account,
+                serving_image=serving_image,
             )
             .set_display_name("launch custom job")
             .set_caching_options(False)
+            .set_retry(num_retries=TRAIN_RETRIES, backoff_duration="0s")
         )
+    outcome = dsl.OneOf(sweep.outputs["outcome"], launch.outputs["outcome"])
+    model = select_model(outcome=outcome, serving_image=serving_image).set_display_name("model")
+    with dsl.If(serving_image != "", name="register-model"):
+        upload_model(
+            project=project,
+            location=location,
+            display_name=display_name,
+            model=model.outputs["model"],
+            serving_image=serving_image,
+        ).set_display_name("upload model")
     return Outputs(
         plan=plan.outputs["plan_report"],
         gcp_resources=dsl.OneOf(sweep.outputs["gcp_resources"], launch.outputs["gcp_resources"]),
+        model=model.outputs["model"],
+        outcome=outcome,
     )

@@ -21,6 +21,7 @@ from trainpool.vertex.clients import job_client
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / "pipelines" / "distributed_training.yaml"
 EXAMPLE = str(ROOT / "examples" / "pytorch_ddp")
+PARENT_LOCAL = "projects/local-project/locations/us-central1"
 SMALL_REQUEST = {
     "primary": {"machine_type": "n1-standard-4"},
     "workers": {"replica_count": 2, "machine_type": "n1-standard-4"},
@@ -29,6 +30,13 @@ SMALL_REQUEST = {
 }
 
 pytestmark = pytest.mark.timeout(240)
+
+
+def local(root: Path, uri: str) -> Path:
+    """Where ``gs://`` ``uri`` lives in the local store at ``root``."""
+    from trainpool.cluster_env.gcs import to_path
+
+    return Path(to_path(uri, root / "gcs"))
 
 
 def _without_version_noise(text: str) -> str:
@@ -100,8 +108,13 @@ def test_single_job_run_applies_the_flat_knobs(tmp_path: Path, own_emulator: Non
     resources = json.loads(result.outputs["gcp_resources"])["resources"]
     assert resources[0]["resourceType"] == "CustomJob"
     assert resources[0]["resourceUri"].endswith(job.name)
-    model = tmp_path / "gcs" / "trainpool-test" / "out" / "model"
-    assert any(model.iterdir()), "the chief wrote no model"
+    outcome = result.outputs["outcome"]
+    assert outcome["state"] == "JOB_STATE_SUCCEEDED" and outcome["job"] == job.name
+    model_uri = outcome["modelUri"]
+    assert model_uri.startswith("gs://trainpool-test/out/") and model_uri.endswith("/model/")
+    assert model_uri != "gs://trainpool-test/out/model/", "the run writes under its own id"
+    assert result.outputs["model"]["uri"] == model_uri
+    assert (local(tmp_path, model_uri) / "model.pt").is_file(), "the chief wrote no model"
     with emulator.start(tmp_path) as emu, pytest.MonkeyPatch.context() as env:
         env.setenv(EMULATOR_ENV, emu.address)
         stored = job_client("us-central1").get_custom_job(name=job.name)
@@ -135,8 +148,14 @@ def test_sweep_run_finds_the_expected_best_trial(tmp_path: Path, own_emulator: N
     assert all(trial.state == "SUCCEEDED" for trial in trials.values())
     best, worst = trials[0.1].metric, trials[0.001].metric
     assert best is not None and worst is not None and best < worst
+    outcome = result.outputs["outcome"]
+    assert outcome["bestParameters"] == {"lr": 0.1} and outcome["bestTrialId"] == "2"
+    assert outcome["metricId"] == "loss" and len(outcome["trials"]) == 2
+    assert outcome["modelUri"].endswith("/2/model/"), "the model is the best trial's"
+    assert result.outputs["model"]["uri"] == outcome["modelUri"]
     for trial_id in ("1", "2"):
-        assert any((tmp_path / "gcs" / "trainpool-test" / "out" / trial_id / "model").iterdir())
+        run_base = outcome["modelUri"].removesuffix("2/model/")
+        assert (local(tmp_path, f"{run_base}{trial_id}/model/") / "model.pt").is_file()
 
 
 def test_a_bad_request_fails_the_run_before_any_job(tmp_path: Path, own_emulator: None) -> None:
@@ -201,3 +220,55 @@ def test_submitted_to_the_emulator_with_only_a_source_dir_from_elsewhere_it_succ
     assert job.state.name == "PIPELINE_STATE_SUCCEEDED", run_log[-3000:]
     source = str(job.runtime_config.parameter_values["source_dir"])
     assert source.startswith("gs://demo-bucket/runs/trainpool/sources/"), source
+
+
+def test_two_runs_write_two_models_and_the_registered_one_is_listed(
+    tmp_path: Path, own_emulator: None
+) -> None:
+    from trainpool.vertex.clients import model_client
+
+    primary_only = {key: value for key, value in SMALL_REQUEST.items() if key != "workers"}
+    params = {"cluster_request": primary_only, "max_trial_count": 0, "source_dir": EXAMPLE}
+    first = run_local(
+        PIPELINE, {**params, "serving_image": "us-docker.pkg.dev/p/r/serve:1"}, tmp_path
+    )
+    assert first.state == "SUCCEEDED", first.error
+    first_model = local(tmp_path, first.outputs["outcome"]["modelUri"]) / "model.pt"
+    stamp = first_model.stat().st_mtime_ns
+    second = run_local(PIPELINE, params, tmp_path)  # the same pipeline, run again (a schedule)
+    assert second.state == "SUCCEEDED", second.error
+    second_model = local(tmp_path, second.outputs["outcome"]["modelUri"]) / "model.pt"
+    assert second_model.is_file() and second_model != first_model
+    assert first_model.stat().st_mtime_ns == stamp, "the second run left the first one's files"
+    with emulator.start(tmp_path) as emu, pytest.MonkeyPatch.context() as env:
+        env.setenv(EMULATOR_ENV, emu.address)
+        models = list(model_client("us-central1").list_models(parent=PARENT_LOCAL))
+    assert [m.artifact_uri for m in models] == [first.outputs["outcome"]["modelUri"]]
+    assert models[0].container_spec.image_uri == "us-docker.pkg.dev/p/r/serve:1"
+
+
+def test_the_model_output_feeds_gcpc_model_upload_op(tmp_path: Path) -> None:
+    from google_cloud_pipeline_components.v1.model import ModelUploadOp
+    from kfp import compiler, components, dsl
+
+    launch = components.load_component_from_file(
+        str(ROOT / "component_specs/launch_custom_job.yaml")
+    )
+
+    spec = {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}}]}
+
+    @dsl.pipeline(name="train-and-register")  # no parameters: this module's annotations are text
+    def train_and_register():  # type: ignore[no-untyped-def]
+        job = launch(project="p", location="us-central1", display_name="t", custom_job_spec=spec)
+        ModelUploadOp(display_name="m", unmanaged_container_model=job.outputs["model"])
+
+    out = tmp_path / "p.yaml"
+    compiler.Compiler().compile(train_and_register, str(out))  # type-checks the artifact
+    compiled = yaml.safe_load(out.read_text())
+    upload = compiled["root"]["dag"]["tasks"]["model-upload"]["inputs"]["artifacts"]
+    wired = upload["unmanaged_container_model"]["taskOutputArtifact"]
+    assert wired == {"outputArtifactKey": "model", "producerTask": "launch-custom-job"}
+    model_type = compiled["components"]["comp-launch-custom-job"]["outputDefinitions"]
+    assert model_type["artifacts"]["model"]["artifactType"]["schemaTitle"] == (
+        "google.UnmanagedContainerModel"
+    )

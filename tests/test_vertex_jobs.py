@@ -72,7 +72,8 @@ def test_run_creates_writes_gcp_resources_and_follows_to_success(
             }
         ]
     }
-    assert log[0] == f"created {name}"
+    assert log[0] == f"created {name} (attempt 1)"
+    assert final.labels["trainpool-attempt"] == "1"
     assert log[-1].startswith(f"{name}: JOB_STATE_SUCCEEDED")
     assert [j.name for j in all_jobs()] == [name]
 
@@ -103,6 +104,56 @@ def test_job_labelled_with_the_task_is_found_after_a_crash_before_gcp_resources(
     assert log[0] == f"re-attaching to {orphan.name} (labelled trainpool-task=task-9)"
     assert resources.read(out, "CustomJob") == orphan.name
     assert len(all_jobs()) == 1
+
+
+def failing(task: str) -> dict[str, Any]:
+    rest = job(0.0, task)
+    rest["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] = ["false"]
+    rest["jobSpec"]["scheduling"] = {"disableRetries": True}  # fail at once, no restarts
+    return rest
+
+
+def wait_state(name: str, state: str) -> None:
+    for _ in range(100):
+        if job_client("us-central1").get_custom_job(name=name).state.name == state:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{name} never reached {state}")
+
+
+def test_a_retry_after_failure_creates_the_next_attempt_and_trains_again(
+    emu: emulator.Emulator, tmp_path: Path
+) -> None:
+    out = tmp_path / "gcp_resources"
+    first = runner().run(jobs.from_rest(jobs.CUSTOM_JOB, failing("t-1")), str(out), "t-1")
+    assert jobs.state_name(first) == "JOB_STATE_FAILED"
+    log: list[str] = []  # the KFP retry: same task, same gcp_resources naming the failed job
+    second = runner(log).run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "t-1")), str(out), "t-1")
+    assert second.name != first.name and jobs.state_name(second) == "JOB_STATE_SUCCEEDED"
+    assert second.labels["trainpool-attempt"] == "2"
+    assert f"created {second.name} (attempt 2)" in log
+    assert resources.read(out, "CustomJob") == second.name, "gcp_resources names the new job"
+    assert len(all_jobs()) == 2
+
+
+def test_a_rerun_while_the_job_runs_adopts_it_and_cancels_duplicates(
+    emu: emulator.Emulator, tmp_path: Path
+) -> None:
+    client = job_client("us-central1")
+    made = [
+        client.create_custom_job(
+            parent=PARENT, custom_job=jobs.from_rest(jobs.CUSTOM_JOB, job(30, "t-2"))
+        )
+        for _ in range(2)  # two jobs of one attempt (say, a create retried blind)
+    ]
+    for created in made:
+        wait_state(created.name, "JOB_STATE_RUNNING")
+    found = runner().find("t-2")
+    assert found == made[0].name, "the oldest live job of the attempt is adopted"
+    wait_state(made[1].name, "JOB_STATE_CANCELLED")
+    assert client.get_custom_job(name=made[0].name).state.name == "JOB_STATE_RUNNING"
+    assert len(all_jobs()) == 2, "nothing new created"
+    runner().cancel(made[0].name)
 
 
 def test_a_third_of_calls_unavailable_still_creates_exactly_one_job(

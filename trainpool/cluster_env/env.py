@@ -100,7 +100,7 @@ def _tf_config(
     return json.dumps(config, separators=_COMPACT, sort_keys=True)
 
 
-def _output_dirs(job_spec: dict[str, Any], trial_id: str | None) -> dict[str, str]:
+def output_dirs(job_spec: dict[str, Any], trial_id: str | None) -> dict[str, str]:
     """AIP_MODEL_DIR and friends from baseOutputDirectory, ``<trial>/`` inserted in a sweep."""
     base_dir = get_key(job_spec, "baseOutputDirectory", "base_output_directory") or {}
     base = str(get_key(base_dir, "outputUriPrefix", "output_uri_prefix") or "").rstrip("/")
@@ -163,7 +163,7 @@ def build_env(
             WORLD_SIZE=str(len(ranks)),
             RANK=str(ranks[(pool, index)]),
         )
-    env.update(_output_dirs(job_spec, trial))
+    env.update(output_dirs(job_spec, trial))
     env.update(CLOUD_ML_JOB_ID=job_id, CLOUD_ML_PROJECT_ID=project, CLOUD_ML_REGION=region)
     if trial is not None:
         env["CLOUD_ML_TRIAL_ID"] = trial

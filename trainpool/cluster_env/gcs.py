@@ -93,3 +93,16 @@ def to_path(uri: str, root: str | os.PathLike[str], field: str = "uri") -> str:
     bucket, name = split(uri, field)
     path = os.path.join(os.fspath(root), bucket, name)
     return path + "/" if uri.endswith("/") and not path.endswith("/") else path
+
+
+def from_path(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> str | None:
+    """The ``gs://`` URI of ``path`` when it lies in a bucket under ``root``, else None."""
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    if rel == "." or rel.startswith(".."):
+        return None
+    uri = SCHEME + rel.replace(os.sep, "/")
+    try:
+        split(uri)
+    except GcsUriError:
+        return None
+    return uri

@@ -20,6 +20,20 @@ FINAL_JOB_STATES = frozenset(
 )
 """States a CustomJob or HyperparameterTuningJob never leaves."""
 
+ADOPTABLE_JOB_STATES = frozenset(
+    {
+        "JOB_STATE_QUEUED",
+        "JOB_STATE_PENDING",
+        "JOB_STATE_RUNNING",
+        "JOB_STATE_SUCCEEDED",
+        "JOB_STATE_PAUSED",
+        "JOB_STATE_UPDATING",
+    }
+)
+"""States in which a retried or re-run launcher takes over a job instead of making another:
+it is on its way (or already succeeded). A job FAILED, CANCELLED, EXPIRED, CANCELLING or
+PARTIALLY_SUCCEEDED is not adopted: the task's retry must train again."""
+
 FINAL_PIPELINE_STATES = frozenset(
     {"PIPELINE_STATE_SUCCEEDED", "PIPELINE_STATE_FAILED", "PIPELINE_STATE_CANCELLED"}
 )

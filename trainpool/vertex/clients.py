@@ -71,6 +71,16 @@ def pipeline_client(location: str) -> Any:
     return _make(PipelineServiceClient, PipelineServiceGrpcTransport, location)
 
 
+def model_client(location: str) -> Any:
+    """A ``ModelServiceClient`` for ``location`` (or the emulator)."""
+    from google.cloud.aiplatform_v1 import ModelServiceClient
+    from google.cloud.aiplatform_v1.services.model_service.transports import (
+        ModelServiceGrpcTransport,
+    )
+
+    return _make(ModelServiceClient, ModelServiceGrpcTransport, location)
+
+
 def schedule_client(location: str) -> Any:
     """A ``ScheduleServiceClient`` for ``location`` (or the emulator)."""
     from google.cloud.aiplatform_v1 import ScheduleServiceClient

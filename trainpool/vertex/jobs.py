@@ -2,10 +2,15 @@
 
 ``JobRunner.run`` is the whole life of one pipeline task's job:
 
-1. re-attach to the job named in an existing ``gcp_resources`` file (a retried task);
-2. else find the job labelled with this task (a launcher that died after create);
-3. else create it (transient errors retried; before each retry, look for the
-   job an earlier attempt may have created), and write ``gcp_resources`` at once;
+1. adopt the job of this task's current attempt, named in ``gcp_resources`` or labelled
+   with the task (a launcher that died after create, or a re-run of a running task),
+   but only while it is queued, pending, running, paused, updating or succeeded
+   (``spec.states.ADOPTABLE_JOB_STATES``); other live jobs of that attempt are
+   duplicates and are cancelled;
+2. else (no job yet, or the attempt's job FAILED, was CANCELLED or EXPIRED: a KFP retry
+   after a preemption, say) create a new job labelled with the next attempt (transient
+   errors retried; before each retry, look for the job an earlier try may have
+   created), and write ``gcp_resources`` at once;
 4. poll with backoff until a final state, logging each state change;
 5. on SIGTERM or SIGINT: cancel the job, wait for it to stop, raise ``JobInterrupted``
    (a signal during steps 1-3 is acted on once they are done, so the job is known).
@@ -20,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainpool import config, signals
-from trainpool.spec.states import job_is_final
+from trainpool.spec.states import ADOPTABLE_JOB_STATES, job_is_final
 from trainpool.vertex import clients, resources, retry
-from trainpool.vertex.labels import TASK_LABEL
+from trainpool.vertex.labels import ATTEMPT_LABEL, TASK_LABEL
 
 CALL_TIMEOUT_S = 60.0
 
@@ -68,6 +73,12 @@ def from_rest(kind: Kind, job: dict[str, Any]) -> Any:
         return kind.proto().from_json(json.dumps(job))
     except Exception as err:
         raise ValueError(f"{kind.resource_type}: {err}; accepted: the Vertex REST fields") from err
+
+
+def attempt_of(job: Any) -> int:
+    """The attempt a job was created for (its label; 1 for a job that has none)."""
+    value = str(job.labels.get(ATTEMPT_LABEL, "1"))
+    return int(value) if value.isdigit() else 1
 
 
 def state_name(job: Any) -> str:
@@ -119,10 +130,10 @@ class JobRunner:
     def _call(self, what: str, fn: Callable[[], Any], before_retry: Any = None) -> Any:
         return retry.call(what, fn, self.backoff, self.log, before_retry)
 
-    def find(self, task_value: str) -> str | None:
-        """The name of the job labelled with this task, if one exists."""
+    def labelled(self, task_value: str) -> list[Any]:
+        """Every job labelled with this task, oldest first."""
         if not task_value:
-            return None
+            return []
         wanted = f'labels.{TASK_LABEL}="{task_value}"'
 
         def listing() -> list[Any]:
@@ -132,16 +143,39 @@ class JobRunner:
 
         jobs = self._call(f"List {self.kind.resource_type}s", listing)
         mine = [j for j in jobs if j.labels.get(TASK_LABEL) == task_value]
-        mine.sort(key=lambda j: j.create_time)
-        return str(mine[0].name) if mine else None
+        return sorted(mine, key=lambda j: (j.create_time, j.name))
 
-    def create(self, job: Any, task_value: str) -> str:
-        """Create ``job``; a retried create first looks for the job an earlier try made."""
+    def find(self, task_value: str, attempt: int | None = None) -> str | None:
+        """The job to adopt for this task: the oldest adoptable one of ``attempt`` (default:
+        the task's latest attempt); its other live jobs of that attempt are cancelled."""
+        jobs = self.labelled(task_value)
+        if not jobs:
+            return None
+        attempt = attempt or max(attempt_of(j) for j in jobs)
+        current = [j for j in jobs if attempt_of(j) == attempt]
+        adoptable = [j for j in current if state_name(j) in ADOPTABLE_JOB_STATES]
+        if not adoptable:
+            return None
+        for duplicate in adoptable[1:]:
+            if not job_is_final(state_name(duplicate)):
+                self.log(f"{duplicate.name}: a duplicate of {adoptable[0].name}; cancelling it")
+                self.cancel(duplicate.name)
+        return str(adoptable[0].name)
+
+    def next_attempt(self, task_value: str) -> int:
+        """1 for a task's first job; one more than its latest attempt after that."""
+        return max((attempt_of(j) for j in self.labelled(task_value)), default=0) + 1
+
+    def create(self, job: Any, task_value: str, attempt: int = 1) -> str:
+        """Create ``job`` as ``attempt``; a retried create first looks for the job an earlier
+        try of this same attempt made."""
         field = self.kind.method
+        if task_value:
+            job.labels[ATTEMPT_LABEL] = str(attempt)
         created = self._call(
             f"Create{self.kind.resource_type}",
             lambda: self._rpc("create", parent=self.parent, **{field: job}).name,
-            before_retry=lambda: self.find(task_value),
+            before_retry=lambda: self.find(task_value, attempt),
         )
         return str(created)
 
@@ -173,18 +207,25 @@ class JobRunner:
             time.sleep(delay)
             delay = min(self.poll.maximum, delay * self.poll.multiplier)
 
+    def adoptable(self, name: str) -> bool:
+        return state_name(self.get(name)) in ADOPTABLE_JOB_STATES
+
     def attach_or_create(self, job: Any, gcp_resources: str, task_value: str) -> str:
-        """The task's job: from gcp_resources, by task label, or newly created."""
+        """The task's job: its current attempt's (named in gcp_resources, or labelled with
+        the task) while that job is on its way or succeeded; else a new attempt."""
         name = resources.read(gcp_resources, self.kind.resource_type)
-        if name:
+        if name and self.adoptable(name):
             self.log(f"re-attaching to {name} (named in {gcp_resources})")
             return name
-        name = self.find(task_value)
+        if name:
+            self.log(f"{name} (named in {gcp_resources}) ended without success: training again")
+        name = self.find(task_value) or ""
         if name:
             self.log(f"re-attaching to {name} (labelled {TASK_LABEL}={task_value})")
         else:
-            name = self.create(job, task_value)
-            self.log(f"created {name}")
+            attempt = self.next_attempt(task_value)
+            name = self.create(job, task_value, attempt)
+            self.log(f"created {name} (attempt {attempt})")
         resources.write(gcp_resources, self.kind.resource_type, name, self.location)
         self.log(f"console: {clients.console_url(name)}")
         return name

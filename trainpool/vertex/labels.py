@@ -16,6 +16,8 @@ import re
 
 RUN_LABELS_ENV = "VERTEX_AI_PIPELINES_RUN_LABELS"
 TASK_LABEL = "trainpool-task"
+ATTEMPT_LABEL = "trainpool-attempt"
+"""1 for a task's first job, then one more for each job a retry of the task creates."""
 MAX_LABELS = 64
 _KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")

@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from trainpool.cluster_env import gcs
+from trainpool.cluster_env.env import output_dirs
+from trainpool.images import storage
 from trainpool.spec import coerce_ints
 from trainpool.vertex import jobs, labels, summary
 
@@ -33,6 +36,33 @@ class Options:
     service_account: str = ""
     strategy: str = ""
     max_wait_duration: str = ""
+    pipeline_root: str = ""  # the run's pipeline root: the output base when none is given
+    run_id: str = ""  # the pipeline run's id: each run writes under <base>/<run id>/
+
+
+def pipeline_root_uri(pipeline_root: str) -> str:
+    """The pipeline root as a ``gs://`` URI ("" when it is a local path outside the store).
+
+    On Vertex the root is ``gs://...``; kfp.local gives the local store's path of it.
+    """
+    if not pipeline_root or pipeline_root.startswith("gs://"):
+        return pipeline_root
+    root = storage.local_root()
+    return (gcs.from_path(pipeline_root, root) or "") if root is not None else ""
+
+
+def run_output_directory(spec: dict[str, Any], options: Options) -> str:
+    """Where this run writes: ``<base>/<run id>``, the base being the one given, else the
+    spec's, else the pipeline root, so two runs (two nights of a schedule) never share a
+    ``model/`` folder; "" when there is no base at all."""
+    base = (
+        options.base_output_directory
+        or (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix", "")
+        or pipeline_root_uri(options.pipeline_root)
+    )
+    if not base:
+        return ""
+    return f"{base.rstrip('/')}/{options.run_id}" if options.run_id else base
 
 
 def fill_images(spec: dict[str, Any], image_uri: str) -> dict[str, Any]:
@@ -67,8 +97,9 @@ def apply_options(
         )
     if scheduling:
         spec["scheduling"] = scheduling
-    if options.base_output_directory:
-        spec["baseOutputDirectory"] = {"outputUriPrefix": options.base_output_directory}
+    output = run_output_directory(spec, options)
+    if output:
+        spec["baseOutputDirectory"] = {"outputUriPrefix": output}
     if options.service_account:
         spec["serviceAccount"] = options.service_account
     return spec
@@ -136,12 +167,29 @@ def custom_job(
     }
 
 
+def model_uri(job_spec: dict[str, Any], trial_id: str | None = None) -> str:
+    """Where the job (or its trial) writes its model: ``AIP_MODEL_DIR``; "" without a base."""
+    return output_dirs(job_spec, trial_id).get("AIP_MODEL_DIR", "")
+
+
+def model_metadata(serving_image: str) -> dict[str, Any]:
+    """A ``google.UnmanagedContainerModel`` artifact's metadata: what serves the model, as
+    GCPC's ModelUploadOp reads it (``containerSpec.imageUri``); empty without an image."""
+    return {"containerSpec": {"imageUri": serving_image}} if serving_image else {}
+
+
 @dataclass(frozen=True)
 class Result:
     job_name: str
     state: str
     summary: str
     error: str
+    model_uri: str = ""
+
+    @property
+    def outcome(self) -> dict[str, Any]:
+        """What the pipeline hands on from a single job."""
+        return {"job": self.job_name, "state": self.state, "modelUri": self.model_uri}
 
     def raise_for_state(self) -> None:
         """Fail the task unless the job succeeded."""
@@ -182,4 +230,5 @@ def launch(
         state=jobs.state_name(final),
         summary=summary.custom_job_markdown(rest, jobs.duration_s(final)),
         error=final.error.message,
+        model_uri=model_uri(rest.get("jobSpec", {})),
     )

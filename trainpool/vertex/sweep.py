@@ -18,7 +18,15 @@ from trainpool.spec import coerce_ints
 from trainpool.spec.study import enum_name, to_study_spec
 from trainpool.spec.trials import best_trial, trial_rows
 from trainpool.vertex import jobs
-from trainpool.vertex.launch import JobFailed, Options, follow, job_level, job_spec, require
+from trainpool.vertex.launch import (
+    JobFailed,
+    Options,
+    follow,
+    job_level,
+    job_spec,
+    model_uri,
+    require,
+)
 
 
 def study_spec(study: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +105,31 @@ class SweepResult:
             dict(self.best["parameters"]),
             float(self.best["metrics"][self.metric_id]),
         )
+
+    @property
+    def model_uri(self) -> str:
+        """The best trial's model directory ("" when there is no best trial or no base)."""
+        if self.best is None:
+            return ""
+        return model_uri(self.job.get("trialJobSpec", {}), str(self.best["id"]))
+
+    @property
+    def outcome(self) -> dict[str, Any]:
+        """What the pipeline hands on from a sweep: the job, the winner, its model, the table."""
+        best = self.best or {}
+        return {
+            "job": self.job_name,
+            "state": self.state,
+            "modelUri": self.model_uri,
+            "metricId": self.metric_id,
+            "goal": self.goal,
+            "bestTrialId": str(best.get("id", "")),
+            "bestParameters": dict(best.get("parameters", {})),
+            "bestMetricValue": best.get("metrics", {}).get(self.metric_id),
+            "trials": [
+                {k: row[k] for k in ("id", "state", "parameters", "metrics")} for row in self.trials
+            ],
+        }
 
 
 def write_reports(result: SweepResult, trials_path: str, html_path: str) -> None:

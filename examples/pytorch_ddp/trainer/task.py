@@ -6,6 +6,11 @@ hyperparameter tuning appends ``--lr=0.01`` style arguments (integers may arrive
 the chief reports ``loss`` and ``accuracy`` (cloudml-hypertune format) after every
 epoch and alone writes the checkpoint and the model.
 
+A retried job resumes: the chief writes ``checkpoint.pt`` (model, optimizer, epoch) to
+``AIP_CHECKPOINT_DIR`` after every epoch, whole or not at all, and every replica reads it
+at start, as the seeds describe (rank 0 writes, all ranks read); a job preempted after
+epoch 2 continues at epoch 3 instead of starting over.
+
 Plain SGD on this problem improves faster with a larger step, so with the default
 2 epochs ``--lr 0.1`` gives a lower final ``loss`` than ``--lr 0.01``, and that lower
 than ``--lr 0.001``: a grid sweep over those three has trial ``lr=0.1`` as its best.
@@ -47,12 +52,32 @@ def evaluate(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor) -> tu
 
 
 def save(obj: object, directory: str, name: str) -> str:
-    """``torch.save`` to ``directory`` (gs:// resolved to the mount or the local store);
-    returns the saved file's address in ``directory``'s terms."""
+    """``torch.save`` to ``directory`` (gs:// resolved to the mount or the local store),
+    written whole then renamed, so a preempted write never leaves half a file; returns the
+    saved file's address in ``directory``'s terms."""
     local = gcs.local_path(directory)
     os.makedirs(local, exist_ok=True)
-    torch.save(obj, os.path.join(local, name))
+    partial = os.path.join(local, f".{name}.partial")
+    torch.save(obj, partial)
+    os.replace(partial, os.path.join(local, name))
     return directory + name
+
+
+def resume(
+    directory: str, model: nn.Module, optimizer: torch.optim.Optimizer, hp: dict[str, object]
+) -> int:
+    """Load the latest checkpoint of ``directory`` into ``model`` and ``optimizer``; the
+    epoch it was written after (0 when there is none, or when it was trained with other
+    hyperparameters: a retried sweep may give a trial id other values)."""
+    path = os.path.join(gcs.local_path(directory), "checkpoint.pt")
+    if not os.path.exists(path):
+        return 0
+    state = torch.load(path, weights_only=True)
+    if state.get("hp") != {k: hp[k] for k in ("lr", "batch_size")}:
+        return 0
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return int(state["epoch"])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,7 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         shuffle=True,
         generator=torch.Generator().manual_seed(data.SEED + info.rank),
     )
-    for epoch in range(1, hp["epochs"] + 1):
+    checkpoint_dir = paths.job_dir("checkpoints", ctx, hp["output_dir"])
+    done = resume(checkpoint_dir, model.module, optimizer, hp)
+    if done:
+        print(f"{ctx.replica_name} resuming from epoch {done + 1} ({checkpoint_dir})", flush=True)
+    for epoch in range(done + 1, hp["epochs"] + 1):
         model.train()
         for batch, target in loader:
             optimizer.zero_grad()
@@ -81,8 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
         if ctx.is_chief:
-            checkpoint_dir = paths.job_dir("checkpoints", ctx, hp["output_dir"])
-            state = {"epoch": epoch, "model": model.module.state_dict()}
+            state = {
+                "epoch": epoch,
+                "model": model.module.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "hp": {k: hp[k] for k in ("lr", "batch_size")},
+            }
             checkpoint = save(state, checkpoint_dir, "checkpoint.pt")
             hypertune.report_metric("loss", loss, epoch, checkpoint)
             hypertune.report_metric("accuracy", accuracy, epoch, checkpoint)
