@@ -8,7 +8,8 @@ mark those jobs FAILED with a message saying so.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,11 +55,12 @@ def run_spec(
     on_started: Callable[[list[Replica]], None],
     on_running: Callable[[], None] = lambda: None,
     kill: KillFault | None,
+    preempt: threading.Event | None = None,
 ) -> Outcome:
     """Plan and run the replicas of one CustomJobSpec; any setup problem is a FAILED outcome.
 
     ``on_started`` gets every set of replica processes started (restarts too);
-    ``on_running`` is called once every replica has started.
+    ``on_running`` is called once every replica has started; ``preempt`` set preempts it.
     """
     note = JobLog(ctx.job_dir / "job.log")
     try:
@@ -77,6 +79,7 @@ def run_spec(
         on_running=on_running,
         note=note,
         kill=kill,
+        preempt=preempt,
     )
     note(f"ended {outcome.state}" + (f": {outcome.message}" if outcome.message else ""))
     return outcome
@@ -90,6 +93,7 @@ class Runner:
         self.store = store
         self.kill = kill
         self._cancels: dict[str, threading.Event] = {}
+        self._preempts: dict[str, threading.Event] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -159,6 +163,28 @@ class Runner:
         event.set()
         return True
 
+    @contextmanager
+    def preemptible(self, name: str) -> Iterator[threading.Event]:
+        """While inside, :meth:`preempt` of CustomJob ``name`` sets the event yielded."""
+        event = threading.Event()
+        with self._lock:
+            self._preempts[name] = event
+        try:
+            yield event
+        finally:
+            with self._lock:
+                self._preempts.pop(name, None)
+
+    def preempt(self, name: str) -> bool:
+        """Preempt CustomJob ``name`` (its replicas are stopped, the job fails as Vertex's
+        preempted jobs do); False when it is not running here."""
+        with self._lock:
+            event = self._preempts.get(name)
+        if event is None:
+            return False
+        event.set()
+        return True
+
     def set_state(self, name: str, state: int) -> None:
         def change(job: Any) -> None:
             if job.state == JobState.JOB_STATE_CANCELLING:
@@ -188,15 +214,16 @@ class Runner:
         self.set_state(name, JobState.JOB_STATE_PENDING)
         spec = job_spec_rest(job.job_spec)
 
-        ctx = self.context(name)
-        outcome = run_spec(
-            spec,
-            ctx,
-            cancel=cancel,
-            on_started=lambda replicas: self.record_groups(name, replicas),
-            on_running=lambda: self.set_state(name, JobState.JOB_STATE_RUNNING),
-            kill=self.kill,
-        )
+        with self.preemptible(name) as preempt:
+            outcome = run_spec(
+                spec,
+                self.context(name),
+                cancel=cancel,
+                on_started=lambda replicas: self.record_groups(name, replicas),
+                on_running=lambda: self.set_state(name, JobState.JOB_STATE_RUNNING),
+                kill=self.kill,
+                preempt=preempt,
+            )
         self.finish(name, outcome)
 
     def recover(self) -> None:
