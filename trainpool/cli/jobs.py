@@ -125,7 +125,8 @@ def preempt_command(job: Job, project: Project = "", location: Location = "us-ce
 
     client = _client(location)
     kind, found = _fetch(client, job, project, location)
-    if not os.environ.get(EMULATOR_ENV):
+    address = emulator_host()
+    if address is None:
         fail(
             f"{found.name} runs on Vertex AI, which has no API to preempt a job; "
             f"accepted: a job of the emulator (set {EMULATOR_ENV})",
@@ -137,7 +138,7 @@ def preempt_command(job: Job, project: Project = "", location: Location = "us-ce
             "is its Trial.custom_job)"
         )
     try:
-        ended = preempt_job(emulator_host(), found.name)
+        ended = preempt_job(address, found.name)
     except grpc.RpcError as err:
         fail(f"{err.code().name}: {err.details()}", 1)
     typer.echo(f"preempted: {ended.name} is {ended.state.name}: {ended.error.message}")
