@@ -1,4 +1,4 @@
-"""``trainpool jobs list | describe | logs [--follow] | cancel | report``.
+"""``trainpool jobs list | describe | logs [--follow] | cancel | preempt | report``.
 
 Against the emulator when ``VERTEX_AI_EMULATOR_HOST`` is set, else against Vertex
 AI in ``--project`` / ``--location``. JOB is a full resource name
@@ -112,6 +112,36 @@ def cancel_command(job: Job, project: Project = "", location: Location = "us-cen
     except exceptions.GoogleAPICallError as err:
         fail(str(err), 1)
     typer.echo(f"cancel requested: {found.name}")
+
+
+@jobs_app.command("preempt")
+def preempt_command(job: Job, project: Project = "", location: Location = "us-central1") -> None:
+    """Preempt a RUNNING SPOT or FLEX_START CustomJob on the emulator, as Compute Engine
+    reclaims Spot VMs: its replicas are stopped and it ends FAILED (STOCKOUT)."""
+    import grpc
+
+    from trainpool.config import EMULATOR_ENV, emulator_host
+    from trainpool.emulator.faults_service import preempt_job
+
+    client = _client(location)
+    kind, found = _fetch(client, job, project, location)
+    address = emulator_host()
+    if address is None:
+        fail(
+            f"{found.name} runs on Vertex AI, which has no API to preempt a job; "
+            f"accepted: a job of the emulator (set {EMULATOR_ENV})",
+            1,
+        )
+    if kind != "customJobs":
+        fail(
+            f"JOB: {found.name} is a HyperparameterTuningJob; accepted: a CustomJob (a trial's "
+            "is its Trial.custom_job)"
+        )
+    try:
+        ended = preempt_job(address, found.name)
+    except grpc.RpcError as err:
+        fail(f"{err.code().name}: {err.details()}", 1)
+    typer.echo(f"preempted: {ended.name} is {ended.state.name}: {ended.error.message}")
 
 
 @jobs_app.command("logs")

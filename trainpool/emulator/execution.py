@@ -10,6 +10,9 @@
   ``EVALUATOR_GRACE_S`` to finish their last evaluation, parameter servers are stopped.
 - Cancel stops every replica (SIGTERM, then SIGKILL) and ends CANCELLED.
 - ``scheduling.timeout`` passing stops every replica and fails the job.
+- Preemption (``preempt`` set) stops every replica the same way, as a VM going away, and
+  fails the job as :data:`trainpool.emulator.failures.PREEMPTION_RULE` says: no restart,
+  no retry.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from trainpool.emulator.failures import (
     CODE_CANCELLED,
     CODE_DEADLINE_EXCEEDED,
     CODE_INVALID_ARGUMENT,
+    CODE_RESOURCE_EXHAUSTED,
     PERMANENT_EXIT_CODES,
     RetryPolicy,
     exit_message,
     is_permanent,
+    preemption_message,
 )
 from trainpool.emulator.processes import Launch, Replica
 
@@ -152,11 +157,13 @@ def run_replicas(
     on_running: Callable[[], None] = lambda: None,
     note: Callable[[str], None] = lambda _: None,
     kill: KillFault | None = None,
+    preempt: threading.Event | None = None,
 ) -> Outcome:
     """Start every launch, watch, restart and stop them, and say how the job ended.
 
     ``on_started`` gets every set of processes started (first start and restarts);
-    ``on_running`` is called once, when every replica has started. Whatever ends the run
+    ``on_running`` is called once, when every replica has started; ``preempt`` set ends
+    the run preempted. Whatever ends the run
     (an outcome, a start that fails, a callback raising), no replica is left running; a
     run cancelled before it starts starts nothing.
     """
@@ -169,19 +176,27 @@ def run_replicas(
         except OSError as err:
             return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
         on_running()
-        return _watch(run, cancel, timeout_s, kill)
+        return _watch(run, cancel, timeout_s, kill, preempt or threading.Event())
     finally:
         processes.stop(list(run.replicas.values()))
 
 
 def _watch(
-    run: _Run, cancel: threading.Event, timeout_s: float | None, kill: KillFault | None
+    run: _Run,
+    cancel: threading.Event,
+    timeout_s: float | None,
+    kill: KillFault | None,
+    preempt: threading.Event,
 ) -> Outcome:
     began = time.monotonic()
     finished_at: float | None = None
     while True:
         if cancel.is_set():
             return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
+        if preempt.is_set():
+            return Outcome(
+                "FAILED", CODE_RESOURCE_EXHAUSTED, preemption_message(sorted(run.replicas))
+            )
         if timeout_s is not None and time.monotonic() - began > timeout_s:
             return Outcome(
                 "FAILED", CODE_DEADLINE_EXCEEDED, f"The job exceeded its timeout of {timeout_s:g}s."

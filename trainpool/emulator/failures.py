@@ -43,6 +43,7 @@ CODE_CANCELLED = 1
 CODE_INVALID_ARGUMENT = 3
 CODE_DEADLINE_EXCEEDED = 4
 CODE_FAILED_PRECONDITION = 9
+CODE_RESOURCE_EXHAUSTED = 8
 CODE_INTERNAL = 13
 
 
@@ -102,4 +103,39 @@ def trials_rule(max_failed: int, max_trials: int) -> str:
     return (
         f"max_failed_trial_count is 0 (the service decides): {limit} failed trial(s) with "
         "none succeeded fail the job"
+    )
+
+
+PREEMPTIBLE_STRATEGIES = ("SPOT", "FLEX_START")
+"""``scheduling.strategy`` values whose VMs Compute Engine may reclaim (preempt).
+
+Spot VMs: "Compute Engine might preemptively stop or delete (preempt) Spot VMs to reclaim
+the capacity at any time" ("Use Spot VMs with training",
+https://cloud.google.com/vertex-ai/docs/training/use-spot-vms). FLEX_START ("Flex Start
+strategy uses DWS to queue for resources", ``Scheduling.Strategy`` in the aiplatform v1
+proto) runs on Dynamic Workload Scheduler capacity, which issue #12 treats as preemptible
+too. A STANDARD job's VMs are not reclaimed: VM maintenance restarts the worker on another
+VM with the same hostname ("Understand the custom training service", "Restart workers
+during the training job"), it does not end the job, so the emulator refuses to preempt one."""
+
+PREEMPTION_RULE = (
+    "When Spot VMs are preempted, the job fails with a STOCKOUT error "
+    '(https://cloud.google.com/vertex-ai/docs/training/use-spot-vms, "Preemption handling")'
+)
+"""What Vertex does with a preempted job, as its Spot pages word it: the job "fails with a
+STOCKOUT error and Compute Engine tries to restart the job up to six times". The training
+page could not be read whole in this project's copy of the docs; the inference page, same
+section (https://cloud.google.com/vertex-ai/docs/predictions/use-spot-vms), reads so word
+for word. The emulator's preemption is the one those restarts do not recover from (no Spot
+capacity came back): the job ends FAILED at once, no replica restarted and no retry, so the
+caller (a KFP retry policy) creates the next job. ``error.code`` is RESOURCE_EXHAUSTED (8),
+google.rpc's code for "some resource has been exhausted"; the docs name the error STOCKOUT
+but not its code, so the code is the emulator's choice."""
+
+
+def preemption_message(replicas: list[str]) -> str:
+    """The job's error when its VMs were preempted (``replicas``: the replicas stopped)."""
+    return (
+        "STOCKOUT: the job's Spot VMs were preempted (reclaimed by Compute Engine) and no "
+        f"capacity was available to restart it. Replicas stopped: {', '.join(replicas)}."
     )

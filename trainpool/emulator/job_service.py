@@ -71,7 +71,9 @@ class JobService:
             job.max_failed_trial_count,
         )
         job = self.store.insert(TUNING, request.parent, job)
-        self.runner.submit(job.name, lambda name, cancel: run_tuning_job(self.runner, name, cancel))
+        self.runner.submit(
+            job.name, lambda name, controls: run_tuning_job(self.runner, name, controls.cancel)
+        )
         return job
 
     def list_jobs(self, kind: str, request: Any) -> tuple[list[Any], str]:

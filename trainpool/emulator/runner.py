@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,15 @@ RESTART_MESSAGE = (
 STOPPED_MESSAGE = "The emulator was stopped while this job was running; its replicas were stopped."
 
 
+@dataclass(frozen=True)
+class Controls:
+    """How a running job is stopped from outside: ``cancel``, or ``preempt`` (its VMs
+    reclaimed, :mod:`trainpool.emulator.preemption`)."""
+
+    cancel: threading.Event = field(default_factory=threading.Event)
+    preempt: threading.Event = field(default_factory=threading.Event)
+
+
 def parse_name(name: str) -> tuple[str, str, str]:
     """``(project, location, id)`` of ``projects/P/locations/L/KIND/ID``."""
     parts = name.split("/")
@@ -49,8 +59,8 @@ def parse_name(name: str) -> tuple[str, str, str]:
 def run_spec(
     spec: dict[str, Any],
     ctx: JobContext,
+    controls: Controls,
     *,
-    cancel: threading.Event,
     on_started: Callable[[list[Replica]], None],
     on_running: Callable[[], None] = lambda: None,
     kill: KillFault | None,
@@ -58,7 +68,8 @@ def run_spec(
     """Plan and run the replicas of one CustomJobSpec; any setup problem is a FAILED outcome.
 
     ``on_started`` gets every set of replica processes started (restarts too);
-    ``on_running`` is called once every replica has started.
+    ``on_running`` is called once every replica has started; ``controls`` cancel or
+    preempt it.
     """
     note = JobLog(ctx.job_dir / "job.log")
     try:
@@ -70,13 +81,14 @@ def run_spec(
     scheduling = spec.get("scheduling", {})
     outcome = run_replicas(
         launches,
-        cancel=cancel,
+        cancel=controls.cancel,
         policy=RetryPolicy.from_scheduling(scheduling),
         timeout_s=duration_s(scheduling.get("timeout", "")),
         on_started=on_started,
         on_running=on_running,
         note=note,
         kill=kill,
+        preempt=controls.preempt,
     )
     note(f"ended {outcome.state}" + (f": {outcome.message}" if outcome.message else ""))
     return outcome
@@ -89,7 +101,7 @@ class Runner:
         self.state = state
         self.store = store
         self.kill = kill
-        self._cancels: dict[str, threading.Event] = {}
+        self._controls: dict[str, Controls] = {}
         self._threads: dict[str, threading.Thread] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -123,26 +135,35 @@ class Runner:
     def forget_groups(self, name: str) -> None:
         self.state.db.execute("DELETE FROM replica_processes WHERE job = ?", (name,))
 
-    def submit(self, name: str, work: Callable[[str, threading.Event], None]) -> None:
-        """Run ``work(name, cancel_event)`` in a thread of its own."""
-        cancel = threading.Event()
-        thread = threading.Thread(target=self._guard, args=(name, work, cancel), daemon=True)
+    def register(self, name: str) -> Controls:
+        """Make job ``name`` reachable by :meth:`cancel` and :meth:`preempt` until
+        :meth:`unregister`; its events."""
+        controls = Controls()
         with self._lock:
-            self._cancels[name] = cancel
+            self._controls[name] = controls
+        return controls
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._controls.pop(name, None)
+
+    def submit(self, name: str, work: Callable[[str, Controls], None]) -> None:
+        """Run ``work(name, controls)`` in a thread of its own."""
+        controls = self.register(name)
+        thread = threading.Thread(target=self._guard, args=(name, work, controls), daemon=True)
+        with self._lock:
             self._threads[name] = thread
         thread.start()
 
-    def _guard(
-        self, name: str, work: Callable[[str, threading.Event], None], cancel: threading.Event
-    ) -> None:
+    def _guard(self, name: str, work: Callable[[str, Controls], None], controls: Controls) -> None:
         try:
-            work(name, cancel)
+            work(name, controls)
         except Exception as err:  # noqa: BLE001 - a bug must still end the job visibly
             self.finish(name, Outcome("FAILED", CODE_INTERNAL, f"Internal emulator error: {err!r}"))
         finally:
             self.forget_groups(name)
+            self.unregister(name)
             with self._lock:
-                self._cancels.pop(name, None)
                 self._threads.pop(name, None)
 
     def is_running(self, name: str) -> bool:
@@ -153,10 +174,20 @@ class Runner:
     def cancel(self, name: str) -> bool:
         """Ask a running job to stop; False when it is not running here."""
         with self._lock:
-            event = self._cancels.get(name)
-        if event is None:
+            controls = self._controls.get(name)
+        if controls is None:
             return False
-        event.set()
+        controls.cancel.set()
+        return True
+
+    def preempt(self, name: str) -> bool:
+        """Preempt CustomJob ``name`` (its replicas are stopped, the job fails as Vertex's
+        preempted jobs do); False when it is not running here."""
+        with self._lock:
+            controls = self._controls.get(name)
+        if controls is None:
+            return False
+        controls.preempt.set()
         return True
 
     def set_state(self, name: str, state: int) -> None:
@@ -182,17 +213,16 @@ class Runner:
 
         self.store.update(name, change)
 
-    def run_custom_job(self, name: str, cancel: threading.Event) -> None:
+    def run_custom_job(self, name: str, controls: Controls) -> None:
         """The life of one CustomJob: PENDING, RUNNING, then its outcome."""
         job = self.store.require(name)
         self.set_state(name, JobState.JOB_STATE_PENDING)
         spec = job_spec_rest(job.job_spec)
 
-        ctx = self.context(name)
         outcome = run_spec(
             spec,
-            ctx,
-            cancel=cancel,
+            self.context(name),
+            controls,
             on_started=lambda replicas: self.record_groups(name, replicas),
             on_running=lambda: self.set_state(name, JobState.JOB_STATE_RUNNING),
             kill=self.kill,
@@ -214,8 +244,8 @@ class Runner:
         self._stopping.set()
         with self._lock:
             running = dict(self._threads)
-            for event in self._cancels.values():
-                event.set()
+            for controls in self._controls.values():
+                controls.cancel.set()
         for thread in running.values():
             thread.join(timeout=30)
         for name in self.store.unfinished():

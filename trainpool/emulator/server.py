@@ -14,9 +14,11 @@ from pathlib import Path
 from types import TracebackType
 
 import grpc
+from google.cloud.aiplatform_v1.types import custom_job as cj
 
-from trainpool.emulator import listen, root_lock
+from trainpool.emulator import listen, preemption, root_lock
 from trainpool.emulator.faults import FaultInterceptor, Faults
+from trainpool.emulator.runner import runner_for
 from trainpool.emulator.state import EmulatorState
 
 SERVICES: tuple[str, ...] = (
@@ -26,6 +28,7 @@ SERVICES: tuple[str, ...] = (
     "trainpool.emulator.model_service",
     "trainpool.emulator.schedule_service",
     "trainpool.emulator.cloud_build_service",
+    "trainpool.emulator.faults_service",
 )
 WORKERS = 32
 
@@ -55,6 +58,12 @@ class Emulator:
         finally:
             listen.forget(self.address)
             self._lock.release()
+
+    def preempt(self, job_name: str) -> cj.CustomJob:
+        """Preempt RUNNING CustomJob ``job_name`` as Compute Engine reclaims Spot VMs, and
+        return it ended (FAILED, STOCKOUT); see :func:`trainpool.emulator.preemption.preempt`
+        (it raises ``trainpool.emulator.rpc.RpcError``)."""
+        return preemption.preempt(runner_for(self.state), job_name)
 
     def wait(self) -> None:
         """Block until the server stops."""

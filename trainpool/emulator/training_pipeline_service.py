@@ -41,7 +41,7 @@ from trainpool.emulator import model_service, validation
 from trainpool.emulator.job_store import CUSTOM, TERMINAL
 from trainpool.emulator.list_filter import page_after, paginate
 from trainpool.emulator.rpc import invalid, not_found, precondition, unary
-from trainpool.emulator.runner import Runner, runner_for
+from trainpool.emulator.runner import Controls, Runner, runner_for
 from trainpool.emulator.state import EmulatorState
 from trainpool.spec import normalize_spec
 from trainpool.spec.states import FINAL_PIPELINE_STATES
@@ -142,9 +142,9 @@ class TrainingPipelines:
         )
         name = pipeline.name
 
-        def work(job_name: str, cancel: threading.Event) -> None:
+        def work(job_name: str, controls: Controls) -> None:
             try:
-                self.runner.run_custom_job(job_name, cancel)
+                self.runner.run_custom_job(job_name, controls)
             finally:
                 self._follow(name, final=True)
 

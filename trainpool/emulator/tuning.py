@@ -1,19 +1,35 @@
-"""Running a HyperparameterTuningJob: trials as CustomJob runs, truly in parallel.
+"""Running a HyperparameterTuningJob: each trial a CustomJob of its own, truly in parallel.
 
 Trial ``n`` (ids "1", "2", ...) runs the trial job spec with the trial id in
 CLUSTER_SPEC, TF_CONFIG, CLOUD_ML_TRIAL_ID and the output directories, and its
-parameters appended to every pool's args as ``--name=value``. Its measurement is
-read from workerpool0-0's hypertune metric file. Whether failed trials fail the
+parameters appended to every pool's args as ``--name=value``.
+
+As on Vertex, the trial runs as a CustomJob ("The CustomJob name linked to the Trial. It's
+set for a HyperparameterTuningJob's Trial", ``Trial.custom_job`` in the aiplatform v1
+proto): a record under the sweep's parent, with its own state, error, times and logs,
+listable with ListCustomJobs, cancelled with the sweep, preemptible like any CustomJob.
+Vertex documents neither its display name nor its labels; the emulator's are
+``<sweep display name>-trial-<n>`` and :data:`SWEEP_LABEL` / :data:`TRIAL_LABEL` (the
+sweep's own labels are not copied, so a search by a sweep's labels never finds its trials).
+Its files stay in ``<root>/jobs/<sweep id>/trial-<n>/``; ``<root>/jobs/<trial job id>`` links
+there, so its logs are read like any job's.
+
+Its measurements are every record of workerpool0-0's hypertune metric file
+(``Trial.measurements``, whatever the trial's outcome); its final measurement is chosen
+from them by the study's ``measurementSelectionType``. Whether failed trials fail the
 job is :func:`trainpool.emulator.failures.trials_fail_job` (0: the service decides).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from concurrent import futures
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.protobuf import duration_pb2
@@ -27,12 +43,18 @@ from trainpool.emulator.failures import (
     trials_rule,
 )
 from trainpool.emulator.job_log import JobLog
-from trainpool.emulator.job_store import now
-from trainpool.emulator.runner import Runner, run_spec
+from trainpool.emulator.job_store import CUSTOM, now
+from trainpool.emulator.runner import Controls, Runner, run_spec
 from trainpool.emulator.search import Params, Search, measurement
-from trainpool.runtime.hypertune import read_metrics
+from trainpool.runtime.hypertune import MetricRecord, read_metrics
 
 Trial = study_types.Trial
+
+SWEEP_LABEL = "trainpool-emulator-sweep"
+"""Label of a trial's CustomJob: the id of its HyperparameterTuningJob."""
+TRIAL_LABEL = "trainpool-emulator-trial"
+"""Label of a trial's CustomJob: its trial id."""
+POLL_S = 0.1
 
 
 def format_value(value: Any) -> str:
@@ -60,6 +82,8 @@ class TuningRun:
         self.name = name
         self.cancel = cancel
         job = runner.store.require(name)
+        self.parent, _, self.job_id = name.rpartition("/hyperparameterTuningJobs/")
+        self.display_name = job.display_name
         self.spec = job_spec_rest(job.trial_job_spec)
         study = study_spec_rest(job.study_spec)
         self.metric_id = study["metrics"][0]["metricId"]
@@ -76,7 +100,7 @@ class TuningRun:
     def run(self) -> Outcome:
         self.note(f"search algorithm {self.search.note}")
         self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING)
-        running: dict[futures.Future[Outcome], tuple[int, str]] = {}
+        running: dict[futures.Future[Outcome], tuple[int, str, str]] = {}
         started = 0
         exhausted = False
         failure: Outcome | None = None
@@ -97,13 +121,17 @@ class TuningRun:
                     started += 1
                     number, params = asked
                     trial_id = str(started)
-                    self._add_trial(trial_id, params)
-                    running[pool.submit(self._run_trial, trial_id, params)] = (number, trial_id)
+                    job_name, controls = self._add_trial(trial_id, params)
+                    future = pool.submit(self._run_trial, job_name, controls, trial_id, params)
+                    running[future] = (number, trial_id, job_name)
                 if not running:
                     break
-                done, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                done, _ = futures.wait(running, POLL_S, futures.FIRST_COMPLETED)
+                if self.cancel.is_set():
+                    for _, _, job_name in running.values():
+                        self.runner.cancel(job_name)
                 for future in done:
-                    number, trial_id = running.pop(future)
+                    number, trial_id, _ = running.pop(future)
                     failure = self._finish_trial(number, trial_id, future.result()) or failure
                 if failure is not None:
                     self.cancel.set()
@@ -113,25 +141,49 @@ class TuningRun:
             return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
         return Outcome("SUCCEEDED")
 
-    def _run_trial(self, trial_id: str, params: Params) -> Outcome:
-        ctx = self.runner.context(self.name, trial_id)
-        return run_spec(
-            trial_spec(self.spec, params),
-            ctx,
-            cancel=self.cancel,
-            on_started=lambda replicas: self.runner.record_groups(self.name, replicas),
-            kill=self.runner.kill,
-        )
+    def _run_trial(
+        self, job_name: str, controls: Controls, trial_id: str, params: Params
+    ) -> Outcome:
+        """Run the trial's CustomJob to its end, recorded on it."""
+        try:
+            self.runner.set_state(job_name, JobState.JOB_STATE_PENDING)
+            outcome = run_spec(
+                trial_spec(self.spec, params),
+                self.runner.context(self.name, trial_id),
+                controls,
+                on_started=lambda replicas: self.runner.record_groups(self.name, replicas),
+                on_running=lambda: self.runner.set_state(job_name, JobState.JOB_STATE_RUNNING),
+                kill=self.runner.kill,
+            )
+            self.runner.finish(job_name, outcome)
+            return outcome
+        finally:
+            self.runner.unregister(job_name)
 
-    def _add_trial(self, trial_id: str, params: Params) -> None:
+    def _add_trial(self, trial_id: str, params: Params) -> tuple[str, Controls]:
+        """Store the trial and its CustomJob (QUEUED, reachable by cancel and preempt)."""
+        record = cj.CustomJob(
+            display_name=f"{self.display_name}-trial-{trial_id}",
+            job_spec=cj.CustomJobSpec.from_json(json.dumps(trial_spec(self.spec, params))),
+            labels={SWEEP_LABEL: self.job_id, TRIAL_LABEL: trial_id},
+        )
+        job_name = self.runner.store.insert(CUSTOM, self.parent, record).name
+        controls = self.runner.register(job_name)
+        trial_dir = self.runner.context(self.name, trial_id).job_dir
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        link = self.runner.job_dir(job_name)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(trial_dir, link.parent))
         trial = Trial(
             id=trial_id,
             state=Trial.State.ACTIVE,
             parameters=[Trial.Parameter(parameter_id=k, value=v) for k, v in params.items()],
             start_time=now(),
+            custom_job=job_name,
         )
         self.runner.store.update(self.name, lambda job: job.trials.append(trial))
-        self.note(f"trial {trial_id} started with {params}")
+        self.note(f"trial {trial_id} started with {params} as {job_name}")
+        return job_name, controls
 
     def _finish_trial(self, number: int, trial_id: str, outcome: Outcome) -> Outcome | None:
         """Record the trial; the job's failure when this trial makes too many failures."""
@@ -139,12 +191,12 @@ class TuningRun:
         metric_file = ctx.job_dir / "hypertune" / "workerpool0-0.metrics"
         result = None
         reason = outcome.message
+        unreadable = ""
+        try:
+            records = read_metrics(str(metric_file))
+        except ValueError as err:  # a line the trainer wrote is not a measurement
+            records, unreadable = [], str(err)
         if outcome.state == "SUCCEEDED":
-            unreadable = ""
-            try:
-                records = read_metrics(str(metric_file))
-            except ValueError as err:  # a line the trainer wrote is not a measurement
-                records, unreadable = [], str(err)
             result = measurement(records, self.metric_id, self.goal, self.selection)
             if unreadable:
                 reason = f"The trial's metric file cannot be read: {unreadable}"
@@ -159,12 +211,14 @@ class TuningRun:
         def record(job: Any) -> None:
             trial = job.trials[int(trial_id) - 1]
             trial.end_time = ended
+            started = datetime.fromisoformat(trial.start_time.isoformat())
+            trial.measurements = [step(r, started) for r in records]
             if result is None:
                 trial.state = Trial.State.INFEASIBLE
                 trial.infeasible_reason = reason
                 return
             trial.state = Trial.State.SUCCEEDED
-            elapsed = ended - datetime.fromisoformat(trial.start_time.isoformat())
+            elapsed = ended - started
             trial.final_measurement = study_types.Measurement(
                 step_count=result[1],
                 elapsed_duration=duration_pb2.Duration(seconds=int(elapsed.total_seconds())),
@@ -189,6 +243,17 @@ class TuningRun:
             f"{self.failed} trial(s) failed and {self.succeeded} succeeded; "
             f"{trials_rule(self.max_failed, self.max_trials)}. Trial {trial_id}: {reason}",
         )
+
+
+def step(record: MetricRecord, started: datetime) -> study_types.Measurement:
+    """One reported step as a ``Measurement``: every metric of the record, its step, and
+    the time since the trial started."""
+    elapsed = max(0.0, record.timestamp - started.timestamp())
+    return study_types.Measurement(
+        step_count=record.global_step,
+        elapsed_duration=timedelta(seconds=elapsed),
+        metrics=[{"metric_id": k, "value": v} for k, v in record.values.items()],
+    )
 
 
 def run_tuning_job(runner: Runner, name: str, cancel: threading.Event) -> None:
