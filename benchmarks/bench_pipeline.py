@@ -22,8 +22,10 @@ from typing import Any
 
 from trainpool import config, emulator
 from trainpool.localrun import load_pipeline_spec, parse_params, pipeline_inputs
+from trainpool.localrun.defaults import DEFAULT_LOCATION, DEFAULT_PROJECT
 from trainpool.localrun.params import pipeline_defaults
-from trainpool.localrun.runner import DEFAULT_LOCATION, patched_environ, run_local
+from trainpool.localrun.runner import patched_environ, run_local
+from trainpool.spec import placeholders
 from trainpool.vertex import clients
 
 DEFAULT = Path(__file__).resolve().parent.parent / "pipelines" / "distributed_training.yaml"
@@ -63,13 +65,17 @@ def main() -> int:
     spec = load_pipeline_spec(args.pipeline)
     values = parse_params(args.param, pipeline_inputs(spec))
     settings = {**pipeline_defaults(spec), **values}
-    project = str(settings.get("project") or "")
+    project = str(settings.get("project") or DEFAULT_PROJECT)
     location = str(settings.get("location") or DEFAULT_LOCATION)
+    if project == placeholders.PROJECT_ID:  # a run's own project: the local run's stand-in
+        project = DEFAULT_PROJECT
+    if location == placeholders.LOCATION:
+        location = DEFAULT_LOCATION
     root = args.root or Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     since = datetime.now().astimezone()
     with emulator.start(root) as running, patched_environ({config.EMULATOR_ENV: running.address}):
         started = time.perf_counter()
-        result = run_local(args.pipeline, values, root)
+        result = run_local(args.pipeline, values, root, project=project, location=location)
         wall = time.perf_counter() - started
         floor = union_seconds(job_intervals(project, location, since)) if project else 0.0
     self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
