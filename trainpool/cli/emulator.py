@@ -1,7 +1,9 @@
 """``trainpool emulator [--root DIR] [--port N] [fault flags]``: the local Vertex AI API.
 
 It listens on ``<root>/emulator.sock`` (mode 0600: its owner only), or on
-``127.0.0.1:N`` with ``--port`` (every local user can reach a port). One emulator
+``127.0.0.1:N`` with ``--port`` (every local user can reach a port). ``--storage`` also
+serves ``<root>/gcs`` through the Cloud Storage JSON API on ``http://127.0.0.1:PORT``
+(for ``STORAGE_EMULATOR_HOST``; a port too, with no authentication). One emulator
 per root: a second one on the same root is refused, naming the running one.
 """
 
@@ -43,6 +45,14 @@ def emulator_command(
         str, typer.Option(help="Fault: SIGKILL this replica (e.g. workerpool1-0) of every job...")
     ] = "",
     kill_after: Annotated[float, typer.Option(help="...this many seconds after it starts.")] = 1.0,
+    storage: Annotated[
+        bool,
+        typer.Option(
+            help="Also serve the root's gcs/ through the Cloud Storage JSON API on "
+            "http://127.0.0.1:PORT for STORAGE_EMULATOR_HOST; no authentication, so any "
+            "local user can reach it."
+        ),
+    ] = False,
 ) -> None:
     """Serve the Vertex AI JobService (and the other emulated services) to this user."""
     from trainpool import emulator
@@ -55,7 +65,7 @@ def emulator_command(
             methods=tuple(fault_method or ()),
             kill=emulator.KillFault(kill_replica, kill_after) if kill_replica else None,
         )
-        emu = emulator.start(root or default_root(), port=port, faults=faults)
+        emu = emulator.start(root or default_root(), port=port, faults=faults, storage=storage)
     except (ValueError, OSError) as err:
         fail(str(err))
     stopping = threading.Event()
@@ -67,6 +77,11 @@ def emulator_command(
     signal.signal(signal.SIGINT, stop)
     typer.echo(f"Vertex AI emulator listening on {emu.address} (root {emu.root})")
     typer.echo(f"export VERTEX_AI_EMULATOR_HOST={emu.address}", err=True)
+    if emu.storage_address:
+        typer.echo(
+            f"Cloud Storage JSON API listening on {emu.storage_address} (root {emu.root}/gcs)"
+        )
+        typer.echo(f"export STORAGE_EMULATOR_HOST={emu.storage_address}", err=True)
     stopping.wait()
     emu.stop()
 

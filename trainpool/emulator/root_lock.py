@@ -1,6 +1,7 @@
 """One emulator per root: an ``fcntl`` lock on ``<root>/emulator.lock``.
 
-The server that holds the lock writes its pid and address into the file, so a
+The server that holds the lock writes its pid and address (and its Cloud Storage
+JSON API's, ``storage_address``, when it serves one) into the file, so a
 second server on the same root is refused with a message naming both, and
 ``trainpool run --local`` can use the running one instead of starting its own.
 The kernel drops the lock when its holder dies (SIGKILL included), so a stale
@@ -41,10 +42,14 @@ class RootLock:
     root: Path
     handle: IO[str]
 
-    def publish(self, address: str) -> None:
+    def publish(self, address: str, storage_address: str | None = None) -> None:
+        """Write the pid, the gRPC address and, when served, the storage door's address."""
+        record: dict[str, object] = {"pid": os.getpid(), "address": address}
+        if storage_address:
+            record["storage_address"] = storage_address
         self.handle.seek(0)
         self.handle.truncate()
-        self.handle.write(json.dumps({"pid": os.getpid(), "address": address}) + "\n")
+        self.handle.write(json.dumps(record) + "\n")
         self.handle.flush()
 
     def release(self) -> None:

@@ -16,7 +16,7 @@ from types import TracebackType
 import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
 
-from trainpool.emulator import listen, preemption, root_lock
+from trainpool.emulator import listen, preemption, root_lock, storage_api
 from trainpool.emulator.faults import FaultInterceptor, Faults
 from trainpool.emulator.runner import runner_for
 from trainpool.emulator.state import EmulatorState
@@ -35,14 +35,24 @@ WORKERS = 32
 
 class Emulator:
     """A running emulator: ``address`` is ``unix:<root>/emulator.sock`` (or
-    ``127.0.0.1:PORT`` when started with a port); ``stop()`` ends it."""
+    ``127.0.0.1:PORT`` when started with a port); ``storage_address`` is
+    ``http://127.0.0.1:PORT`` when it serves the Cloud Storage JSON API (else None);
+    ``stop()`` ends it."""
 
-    def __init__(self, state: EmulatorState, server: grpc.Server, lock: root_lock.RootLock) -> None:
+    def __init__(
+        self,
+        state: EmulatorState,
+        server: grpc.Server,
+        lock: root_lock.RootLock,
+        storage: storage_api.StorageServer | None = None,
+    ) -> None:
         self.state = state
         self.root = state.root
         self.address = state.address
         self.port = int(self.address.rsplit(":", 1)[1]) if self.address[0].isdigit() else None
+        self.storage_address = storage.address if storage is not None else None
         self._server = server
+        self._storage = storage
         self._lock = lock
         self._stopped = False
 
@@ -52,6 +62,8 @@ class Emulator:
         if self._stopped:
             return
         self._stopped = True
+        if self._storage is not None:
+            self._storage.stop()
         self._server.stop(grace_s).wait()
         try:
             self.state.close()
@@ -81,9 +93,18 @@ class Emulator:
         self.stop()
 
 
-def start(root: str | Path, port: int | None = None, faults: Faults | None = None) -> Emulator:
+def start(
+    root: str | Path,
+    port: int | None = None,
+    faults: Faults | None = None,
+    storage: bool = False,
+) -> Emulator:
     """Serve every service in ``SERVICES`` from ``root``, on ``unix:<root>/emulator.sock``
     (mode 0600), or on ``127.0.0.1:port`` when ``port`` is given (0: a free port).
+
+    With ``storage``, also serve ``<root>/gcs`` through the Cloud Storage JSON API on
+    ``http://127.0.0.1:PORT`` (a free port; :mod:`trainpool.emulator.storage_api`), for
+    clients given ``STORAGE_EMULATOR_HOST``: a port, so every local user can reach it.
 
     Raises :class:`trainpool.emulator.root_lock.RootInUse` (an ``OSError``) when another
     emulator serves ``root``; nothing of that one is touched.
@@ -103,7 +124,10 @@ def start(root: str | Path, port: int | None = None, faults: Faults | None = Non
         interceptors=interceptors,
         options=[("grpc.so_reuseport", 0)],
     )
+    door: storage_api.StorageServer | None = None
     try:
+        if storage:
+            door = storage_api.serve(root)
         if port is None:
             state.address = listen.listen_unix(server, listen.socket_path(root))
         else:
@@ -111,11 +135,13 @@ def start(root: str | Path, port: int | None = None, faults: Faults | None = Non
         handlers = [importlib.import_module(name).handler(state) for name in SERVICES]
         server.add_generic_rpc_handlers(handlers)
     except BaseException:
+        if door is not None:
+            door.stop()
         server.stop(0)
         state.close()
         listen.forget(state.address)
         lock.release()
         raise
     server.start()
-    lock.publish(state.address)
-    return Emulator(state, server, lock)
+    lock.publish(state.address, door.address if door is not None else None)
+    return Emulator(state, server, lock, door)
