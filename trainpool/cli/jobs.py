@@ -26,6 +26,10 @@ Project = Annotated[
 ]
 Location = Annotated[str, typer.Option(help="Region.")]
 Job = Annotated[str, typer.Argument(help="Resource name, or the id of a job in --project.")]
+Root = Annotated[
+    Path | None,
+    typer.Option(help="The emulator's root (default: $TRAINPOOL_HOME or ./.trainpool)."),
+]
 KINDS = {"customJobs": "custom_job", "hyperparameterTuningJobs": "hyperparameter_tuning_job"}
 
 
@@ -150,10 +154,7 @@ def logs_command(
     follow: Annotated[bool, typer.Option(help="Keep printing until the job ends.")] = False,
     project: Project = "",
     location: Location = "us-central1",
-    root: Annotated[
-        Path | None,
-        typer.Option(help="The emulator's root (default: $TRAINPOOL_HOME or ./.trainpool)."),
-    ] = None,
+    root: Root = None,
 ) -> None:
     """Print every replica's log (emulator); on Vertex, say where the logs are."""
     from trainpool.config import EMULATOR_ENV, default_root

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from trainpool.cli._common import fail
-from trainpool.cli.jobs import Job, Location, Project, _client, _fetch
+from trainpool.cli.jobs import Job, Location, Project, Root, _client, _fetch
 
 METRIC_FILE = Path("hypertune") / "workerpool0-0.metrics"  # where a trial's measurement is read
 
@@ -42,14 +42,10 @@ def report_command(
     ] = None,
     project: Project = "",
     location: Location = "us-central1",
-    root: Annotated[
-        Path | None,
-        typer.Option(help="The emulator's root (default: $TRAINPOOL_HOME or ./.trainpool)."),
-    ] = None,
+    root: Root = None,
 ) -> None:
     """Write a sweep's trials report (charts and a sortable table) and print its path."""
-    from trainpool.cli.emulator import default_root
-    from trainpool.config import EMULATOR_ENV
+    from trainpool.config import EMULATOR_ENV, default_root
     from trainpool.reports.page import trials_page
     from trainpool.reports.sweep_data import from_job
     from trainpool.vertex.jobs import to_rest_json
