@@ -73,17 +73,27 @@ def test_a_parameter_that_is_not_a_folder_is_refused(store: Path, tmp_path: Path
     assert list(store.rglob("*.tar.gz")) == [], "nothing uploaded"
 
 
-def test_unpack_refuses_members_outside_the_folder(store: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "link"), [("../escaped.txt", ""), ("/abs.txt", ""), ("trainer/out", "../../etc")]
+)
+def test_unpack_refuses_members_outside_the_folder(
+    store: Path, tmp_path: Path, name: str, link: str
+) -> None:
     data = io.BytesIO()
     with tarfile.open(fileobj=data, mode="w:gz") as tar:
-        info = tarfile.TarInfo("../escaped.txt")
-        info.size = 1
-        tar.addfile(info, io.BytesIO(b"x"))
+        tar.addfile(tarfile.TarInfo("trainer/ok.py"), io.BytesIO(b""))
+        info = tarfile.TarInfo(name)
+        if link:
+            info.type, info.linkname = tarfile.SYMTYPE, link
+            tar.addfile(info)
+        else:
+            info.size = 1
+            tar.addfile(info, io.BytesIO(b"x"))
     uri = f"{ROOT_URI}/trainpool/sources/{'1' * 64}.tar.gz"
     storage.write(uri, data.getvalue())
-    with pytest.raises(tarfile.OutsideDestinationError):
+    with pytest.raises(sources.UnsafeArchive, match=f"member '{name}' would land outside"):
         sources.unpack(uri, tmp_path / "dest")
-    assert not (tmp_path / "escaped.txt").exists()
+    assert not (tmp_path / "dest").exists(), "nothing written"
 
 
 def test_upload_source_prints_the_uri_the_sdk_passes(store: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import tarfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from trainpool.cluster_env import gcs
 from trainpool.images import context, storage
@@ -52,14 +52,39 @@ def upload(source_dir: str | Path, pipeline_root: str) -> str:
     return uri
 
 
+class UnsafeArchive(ValueError):
+    """A source archive with a member that would land outside its folder."""
+
+
+def _checked(tar: tarfile.TarFile, uri: str) -> list[tarfile.TarInfo]:
+    """Every member, refusing absolute paths, ``..``, links that leave the folder and
+    anything but files, folders and symlinks (Python's own ``data`` filter does this from
+    3.11.4 and 3.10.12 on; Debian's 3.11.2 lacks it, so the rule is stated here)."""
+    members = tar.getmembers()
+    for member in members:
+        parts = PurePosixPath(member.name).parts
+        target = PurePosixPath(member.name).parent / member.linkname if member.issym() else None
+        outside = (
+            member.name.startswith("/")
+            or ".." in parts
+            or not (member.isfile() or member.isdir() or member.issym())
+            or (target is not None and (member.linkname.startswith("/") or ".." in target.parts))
+        )
+        if outside:
+            raise UnsafeArchive(
+                f"source_dir: {uri}: member {member.name!r} would land outside the folder; "
+                "accepted: an archive `trainpool upload-source` made"
+            )
+    return members
+
+
 def unpack(uri: str, dest: Path) -> Path:
     """Extract the source object ``uri`` into the empty folder ``dest``; return ``dest``.
-
-    Members that would land outside ``dest`` (absolute paths, ``..``, links out) are
-    refused by tarfile's ``data`` filter.
-    """
+    A member that would land outside ``dest`` is refused before anything is written."""
     with tarfile.open(fileobj=io.BytesIO(storage.read(uri)), mode="r:gz") as tar:
-        tar.extractall(dest, filter="data")
+        members = _checked(tar, uri)
+        dest.mkdir(parents=True, exist_ok=True)
+        tar.extractall(dest, members=members)  # every member checked above
     return dest
 
 
