@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.images import sources, storage
 from trainpool.images.service import build_image
 
@@ -19,7 +20,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The local store stands in for Cloud Storage (as in a local run's tasks)."""
     gcs = tmp_path / "store" / "gcs"
     (gcs / "pipes").mkdir(parents=True)
-    monkeypatch.setenv(storage.LOCAL_ROOT_ENV, str(gcs))
+    monkeypatch.setenv(LOCAL_ROOT_ENV, str(gcs))
     return gcs
 
 

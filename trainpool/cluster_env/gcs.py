@@ -27,6 +27,9 @@ import re
 SCHEME = "gs://"
 VERTEX_MOUNT = "/gcs"
 """Where Vertex mounts every bucket in a replica (Cloud Storage FUSE)."""
+LOCAL_ROOT_ENV = "TRAINPOOL_GCS_ROOT"
+"""Names the folder that stands for Cloud Storage on this machine (the emulator's
+``<root>/gcs``); set for replicas and local pipeline tasks, never on Vertex."""
 
 _BUCKET_CHARS = re.compile(r"^[a-z0-9][a-z0-9._-]*[a-z0-9]$")
 _ACCEPTED = "accepted: gs://BUCKET/OBJECT with a bucket and object named by Cloud Storage's rules"

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.cluster_env import build_env, layout, local_hosts
+from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.emulator import gcs_mount, host_env, packages
 from trainpool.emulator.processes import Launch
 from trainpool.images import local_store
-from trainpool.runtime.gcs import LOCAL_ROOT_ENV
 
 PYTHONS = ("python", "python3")
 

@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.cluster_env import gcs
+from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.config import default_root, emulator_host
-
-LOCAL_ROOT_ENV = "TRAINPOOL_GCS_ROOT"
 
 
 def local_root(environ: Mapping[str, str] | None = None) -> Path | None:

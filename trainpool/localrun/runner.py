@@ -41,8 +41,8 @@ from rich.live import Live
 
 from trainpool import config
 from trainpool.cluster_env import gcs
+from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.images import sources
-from trainpool.images.storage import LOCAL_ROOT_ENV
 from trainpool.localrun import interrupt
 from trainpool.localrun.defaults import DEFAULT_LOCATION, DEFAULT_PIPELINE_ROOT, DEFAULT_PROJECT
 from trainpool.localrun.jobwatch import RUN_LABEL, JobView, JobWatch

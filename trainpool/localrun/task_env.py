@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from trainpool import config
+from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.emulator.host_env import base_env
 from trainpool.images import local_store
-from trainpool.images.storage import LOCAL_ROOT_ENV
 
 LOCAL_SERVICE_VARIABLES = (
     config.EMULATOR_ENV,

@@ -5,10 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from trainpool.cluster_env.gcs import VERTEX_MOUNT, to_path
-
-LOCAL_ROOT_ENV = "TRAINPOOL_GCS_ROOT"
-"""Set by the emulator to its store's ``<root>/gcs``; unset on Vertex."""
+from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV, VERTEX_MOUNT, to_path
 
 
 def local_path(uri: str, environ: Mapping[str, str] | None = None) -> str:
