@@ -3,7 +3,7 @@
 Run: ``python3 benchmarks/bench_emulator_list.py [--sizes 100 1000 10000] [--clients 20]``.
 
 For each size, a fresh root is seeded with that many finished CustomJobs (through
-the emulator's own ``JobStore``, a tenth of them labelled like one local run's), the
+the emulator's own job engine, a tenth of them labelled like one local run's), the
 emulator is started as its own process (``trainpool emulator``, on its Unix socket),
 and ``--clients`` threads, each with its own gapic client, call at once:
 Create (a job that fails at start, so no process runs), Get, List (default page) and
@@ -52,16 +52,17 @@ def seed(root: Path, count: int) -> list[str]:
     from google.cloud.aiplatform_v1.types import custom_job as cj
     from google.cloud.aiplatform_v1.types.job_state import JobState
 
-    from trainpool.emulator.job_store import CUSTOM, JobStore
+    from trainpool.emulator.jobs.runner import Runner
+    from trainpool.emulator.records.kinds import CUSTOM_JOBS
     from trainpool.emulator.state import EmulatorState
 
     state = EmulatorState(root)
-    store = JobStore(state)
+    jobs = Runner(state)
     names = []
     for i in range(count):
         labels = {"trainpool-local-run": "r1" if i % 10 == 0 else f"old{i // 10}", "team": "ml"}
-        record = store.insert(CUSTOM, PARENT, cj.CustomJob(job(f"job{i}", labels)))
-        store.update(record.name, lambda j: setattr(j, "state", JobState.JOB_STATE_SUCCEEDED))
+        record = jobs.create(CUSTOM_JOBS, PARENT, cj.CustomJob(job(f"job{i}", labels)))
+        jobs.update(record.name, lambda j: setattr(j, "state", JobState.JOB_STATE_SUCCEEDED))
         names.append(record.name)
     state.close()
     return names

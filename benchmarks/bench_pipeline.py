@@ -21,11 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from trainpool import config, emulator
-from trainpool.localrun import load_pipeline_spec, parse_params, pipeline_inputs
+from trainpool.kfprun.execute import patched_environ
 from trainpool.localrun.defaults import DEFAULT_LOCATION, DEFAULT_PROJECT
-from trainpool.localrun.params import pipeline_defaults
-from trainpool.localrun.runner import patched_environ, run_local
+from trainpool.localrun.runner import run_local
 from trainpool.spec import placeholders
+from trainpool.spec.pipeline_params import (
+    load_pipeline_spec,
+    parse_params,
+    pipeline_defaults,
+    pipeline_inputs,
+)
 from trainpool.vertex import clients
 
 DEFAULT = Path(__file__).resolve().parent.parent / "pipelines" / "distributed_training.yaml"

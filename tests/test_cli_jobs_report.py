@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 import trainpool.emulator as emulator
 from trainpool.cli import app
 from trainpool.cli.jobs_report import measurements_from_files
+from trainpool.home import JobFiles
 from trainpool.runtime.hypertune import Reporter
 from trainpool.vertex.clients import job_client
 
@@ -24,7 +25,7 @@ def test_trials_without_measurements_get_those_of_their_metric_file(tmp_path: Pa
     reporter.report("loss", 0.25, global_step=2)
     kept = [{"stepCount": "7", "metrics": [{"metricId": "loss", "value": 1.0}]}]
     job = {"trials": [{"id": "1", "measurements": kept}, {"id": "2"}, {"id": "3"}]}
-    measurements_from_files(job, tmp_path)
+    measurements_from_files(job, JobFiles(tmp_path))
     assert job["trials"][0]["measurements"] == kept
     assert job["trials"][1]["measurements"] == [
         {"stepCount": "1", "metrics": [{"metricId": "loss", "value": 0.5}]},

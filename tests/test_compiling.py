@@ -61,3 +61,25 @@ def test_a_folder_without_the_table_is_no_project(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
     with pytest.raises(FileNotFoundError, match=r"\[tool.trainpool.compile\]"):
         compiling.project_root(tmp_path)
+
+
+def test_the_component_signatures_in_internals_are_the_codes() -> None:
+    root = Path(__file__).resolve().parents[1]
+    page = (root / "docs" / "internals.md").read_text(encoding="utf-8")
+    signatures = compiling.component_signatures(root / "components")
+    assert len(signatures) == len(list((root / "components").glob("[a-z]*.py")))
+    assert compiling.with_signatures(page, signatures) == page, (
+        "docs/internals.md lists other component signatures than components/ defines: "
+        "run `python3 scripts/signatures.py`"
+    )
+
+
+def test_a_changed_parameter_makes_the_signatures_differ(tmp_path: Path) -> None:
+    (tmp_path / "c.py").write_text(
+        "from kfp import dsl\n\n@dsl.component(base_image='x')\n"
+        "def c(a: int, b: str = 'x') -> str:\n    return b\n",
+        encoding="utf-8",
+    )
+    page = "intro\n" + compiling.SIGNATURES_BEGIN + "\nold\n" + compiling.SIGNATURES_END + "\n"
+    written = compiling.with_signatures(page, compiling.component_signatures(tmp_path))
+    assert "c(a: int, b: str='x') -> str" in written and "old" not in written

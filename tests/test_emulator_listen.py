@@ -13,6 +13,7 @@ import pytest
 
 import trainpool.emulator as emulator
 from trainpool.emulator import listen
+from trainpool.home import Home
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
@@ -61,7 +62,7 @@ def test_another_user_cannot_connect() -> None:
 
 def test_a_root_too_long_for_a_socket_gets_a_private_one(tmp_path: Path) -> None:
     deep = tmp_path / ("d" * 100)
-    path = listen.socket_path(deep)
+    path = listen.socket_path(Home(deep))
     try:
         assert path.name == "emulator.sock" and len(str(path)) <= listen.MAX_SOCKET_PATH
         assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700

@@ -192,7 +192,7 @@ def _record(root: Path, pid: int, start_ticks: int, boot_id: str) -> None:
 
 
 def test_recovery_stops_only_processes_it_can_prove_are_its_own(tmp_path: Path) -> None:
-    from trainpool.emulator.processes import identify
+    from trainpool.emulator.jobs.processes import identify
 
     with emulator.start(tmp_path / "root"):
         pass

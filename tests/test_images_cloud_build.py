@@ -16,8 +16,8 @@ from fixtures.storage import storage_emulator
 from google.cloud.devtools.cloudbuild_v1 import types
 
 import trainpool.emulator as emulator
-from trainpool.emulator.cloud_build_service import HOLD_ENV
-from trainpool.emulator.faults import Faults
+from trainpool.emulator import Faults
+from trainpool.emulator.builds.local_builds import HOLD_ENV
 from trainpool.images import local_store
 from trainpool.images.cloud_build import MARKERS, cloud_build_client
 from trainpool.images.service import build_image

@@ -12,9 +12,15 @@ from typer.testing import CliRunner
 
 from trainpool.cli import app
 from trainpool.config import EMULATOR_ENV
-from trainpool.localrun import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
-from trainpool.localrun.params import coerce_values, pipeline_defaults
 from trainpool.localrun.runner import run_local
+from trainpool.spec.pipeline_params import (
+    ParamError,
+    coerce_values,
+    load_pipeline_spec,
+    parse_params,
+    pipeline_defaults,
+    pipeline_inputs,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -78,7 +84,7 @@ def test_bad_params_are_all_named(tiny: Path) -> None:
     inputs = pipeline_inputs(load_pipeline_spec(tiny))
     with pytest.raises(ParamError) as caught:
         parse_params(["a=1.5", "lable=x", "tags={}", "noequals", "b=1", "b=2"], inputs)
-    assert caught.value.problems == [
+    assert [str(p) for p in caught.value.problems] == [
         "--param a=1.5: a is NUMBER_INTEGER; accepted: a whole number such as 3",
         "--param lable: the pipeline has no such parameter (did you mean 'label'?); "
         "accepted: a, b, config, fail, label, pause, ratio, tags, verbose",
@@ -233,8 +239,8 @@ def test_kfp_local_warnings_and_log_records_go_to_the_transcript(
     import sys
     import warnings
 
-    from trainpool.localrun.runner import to_transcript
-    from trainpool.localrun.tasklog import TaskLog
+    from trainpool.kfprun.execute import to_transcript
+    from trainpool.kfprun.tasklog import TaskLog
 
     with open(tmp_path / "t.log", "w", encoding="utf-8") as handle:
         with to_transcript(TaskLog(handle)):
@@ -259,4 +265,5 @@ def test_a_run_uses_the_emulator_already_serving_its_root(
         result = run_local(pipeline, {}, tmp_path / "root")
         assert result.state == "SUCCEEDED", result.error
         assert [j.state for j in result.jobs] == ["SUCCEEDED"]
-        assert running.state.db.execute("SELECT COUNT(*) AS n FROM jobs")[0]["n"] == 1
+        count = "SELECT COUNT(*) AS n FROM resources WHERE kind = 'customJobs'"
+        assert running.state.db.execute(count)[0]["n"] == 1

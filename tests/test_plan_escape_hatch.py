@@ -66,7 +66,7 @@ def test_a_reduction_server_on_an_unknown_type_cannot_be_sized() -> None:
 def test_spec_validation_and_the_emulator_refuse_unless_told(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from trainpool.emulator import validation
+    from trainpool.emulator.api import requests as validation
 
     spec = {
         "workerPoolSpecs": [

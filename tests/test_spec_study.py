@@ -104,4 +104,4 @@ def test_algorithm_defaults_to_bayesian_and_measurement_is_left_unset() -> None:
 def test_malformed_study_names_field_value_and_accepted(study: dict, problem: str) -> None:
     with pytest.raises(StudyError) as err:
         to_study_spec(study)
-    assert err.value.problems == [problem]
+    assert [str(p) for p in err.value.problems] == [problem]

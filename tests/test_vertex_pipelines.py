@@ -20,7 +20,7 @@ from google.protobuf import json_format
 
 import trainpool.emulator as emulator
 from trainpool import config
-from trainpool.localrun.params import coerce_values, pipeline_inputs
+from trainpool.spec.pipeline_params import coerce_values, pipeline_inputs
 from trainpool.vertex import clients
 from trainpool.vertex.pipelines import (
     SubmitError,
@@ -95,7 +95,7 @@ def test_bad_target_is_refused_with_every_problem(tiny: Path) -> None:
     bad = Target("Demo/Project", "us central", "/tmp/root", "not-an-email")
     with pytest.raises(SubmitError) as caught:
         build_pipeline_job(tiny, bad, {})
-    assert caught.value.problems == [
+    assert [str(p) for p in caught.value.problems] == [
         "--project: 'Demo/Project'; accepted: a project id such as my-project",
         "--location: 'us central'; accepted: a Vertex AI region such as us-central1",
         "--pipeline-root: '/tmp/root'; accepted: gs://BUCKET or gs://BUCKET/PATH",
@@ -114,7 +114,7 @@ def test_cron_and_timezone() -> None:
     assert cron_with_timezone(" 0  3 * * 1-5 ", "Europe/Paris") == "TZ=Europe/Paris 0 3 * * 1-5"
     with pytest.raises(SubmitError) as caught:
         cron_with_timezone("TZ=UTC 0 3 * * *", "Mars/Base")
-    assert caught.value.problems == [
+    assert [str(p) for p in caught.value.problems] == [
         "--schedule: 'TZ=UTC 0 3 * * *' carries its own time zone; accepted: the five cron "
         "fields, with the zone in --timezone",
         "--timezone: time zone 'Mars/Base' is unknown; accepted: an IANA time zone such as "

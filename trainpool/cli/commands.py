@@ -7,9 +7,20 @@ stays fast.
 
 from __future__ import annotations
 
-import importlib
-
 import typer
+
+from trainpool.cli import (
+    build,
+    catalog,
+    emulator,
+    env,
+    jobs,
+    plan,
+    publish,
+    run,
+    submit,
+)
+from trainpool.cli import compile as compile_
 
 app = typer.Typer(
     name="trainpool",
@@ -19,18 +30,18 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_MODULES = (
-    "plan",  # plan
-    "catalog",  # catalog
-    "env",  # env
-    "emulator",  # emulator
-    "jobs",  # jobs list|describe|logs|cancel|report
-    "build",  # build-image
-    "compile",  # compile [--check]
-    "publish",  # publish --project P --repository R | --local
-    "run",  # run PIPELINE --local
-    "submit",  # submit PIPELINE --project ...
+MODULES = (
+    plan,  # plan
+    catalog,  # catalog
+    env,  # env
+    emulator,  # emulator
+    jobs,  # jobs list|describe|logs|cancel|preempt|report
+    build,  # build-image
+    compile_,  # compile [--check]
+    publish,  # publish --project P --repository R | --local
+    run,  # run PIPELINE --local
+    submit,  # submit PIPELINE --project ...
 )
 
-for _name in _MODULES:
-    importlib.import_module(f"trainpool.cli.{_name}").register(app)
+for _module in MODULES:
+    _module.register(app)

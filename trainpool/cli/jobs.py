@@ -9,68 +9,17 @@ or a bare id, looked up as a CustomJob first.
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from trainpool.cli._common import fail
+from trainpool.cli.job_lookup import KINDS, Job, Location, Project, Root, client, fetch, parent
+from trainpool.cli.jobs_report import report_command
 
 jobs_app = typer.Typer(
     help="List, describe, follow and cancel training jobs.", no_args_is_help=True
 )
-
-Project = Annotated[
-    str,
-    typer.Option(envvar="GOOGLE_CLOUD_PROJECT", help="Project (default $GOOGLE_CLOUD_PROJECT)."),
-]
-Location = Annotated[str, typer.Option(help="Region.")]
-Job = Annotated[str, typer.Argument(help="Resource name, or the id of a job in --project.")]
-Root = Annotated[
-    Path | None,
-    typer.Option(help="The emulator's root (default: $TRAINPOOL_HOME or ./.trainpool)."),
-]
-KINDS = {"customJobs": "custom_job", "hyperparameterTuningJobs": "hyperparameter_tuning_job"}
-
-
-def _client(location: str) -> Any:
-    from trainpool.vertex.clients import job_client
-
-    try:
-        return job_client(location)
-    except ValueError as err:
-        fail(str(err))
-
-
-def _parent(project: str, location: str) -> str:
-    if not project:
-        fail("--project: not given; accepted: a project id (or set GOOGLE_CLOUD_PROJECT)")
-    return f"projects/{project}/locations/{location}"
-
-
-def _fetch(client: Any, job: str, project: str, location: str) -> tuple[str, Any]:
-    """``(kind, job)`` of a resource name or bare id; exits with the API's message if absent."""
-    from google.api_core import exceptions
-
-    if "/" in job:
-        parts = job.split("/")
-        if len(parts) != 6 or parts[4] not in KINDS:
-            fail(
-                f"JOB: {job!r} is not a job name; accepted: projects/P/locations/L/"
-                "customJobs/ID, .../hyperparameterTuningJobs/ID, or a bare ID"
-            )
-        names = [(parts[4], job)]
-    else:
-        parent = _parent(project, location)
-        names = [(kind, f"{parent}/{kind}/{job}") for kind in KINDS]
-    for kind, name in names:
-        try:
-            return kind, getattr(client, f"get_{KINDS[kind]}")(name=name)
-        except exceptions.NotFound as err:
-            missing = err
-        except exceptions.GoogleAPICallError as err:
-            fail(str(err), 1)
-    fail(str(missing), 1)
 
 
 @jobs_app.command("list")
@@ -78,12 +27,12 @@ def list_command(project: Project = "", location: Location = "us-central1") -> N
     """List CustomJobs and HyperparameterTuningJobs, oldest first."""
     from google.api_core import exceptions
 
-    client = _client(location)
-    parent = _parent(project, location)
+    jobs_client = client(location)
+    where = parent(project, location)
     rows = []
     try:
         for kind, method in KINDS.items():
-            for job in getattr(client, f"list_{method}s")(parent=parent):
+            for job in getattr(jobs_client, f"list_{method}s")(parent=where):
                 rows.append((job.create_time, kind, job))
     except exceptions.GoogleAPICallError as err:
         fail(str(err), 1)
@@ -100,7 +49,7 @@ def list_command(project: Project = "", location: Location = "us-central1") -> N
 @jobs_app.command("describe")
 def describe_command(job: Job, project: Project = "", location: Location = "us-central1") -> None:
     """Print the whole job resource as JSON (trials included for a sweep)."""
-    kind, found = _fetch(_client(location), job, project, location)
+    kind, found = fetch(client(location), job, project, location)
     typer.echo(type(found).to_json(found, indent=2, use_integers_for_enums=False))
 
 
@@ -109,10 +58,10 @@ def cancel_command(job: Job, project: Project = "", location: Location = "us-cen
     """Ask the service to cancel a job (it ends CANCELLED once every replica has stopped)."""
     from google.api_core import exceptions
 
-    client = _client(location)
-    kind, found = _fetch(client, job, project, location)
+    jobs_client = client(location)
+    kind, found = fetch(jobs_client, job, project, location)
     try:
-        getattr(client, f"cancel_{KINDS[kind]}")(name=found.name)
+        getattr(jobs_client, f"cancel_{KINDS[kind]}")(name=found.name)
     except exceptions.GoogleAPICallError as err:
         fail(str(err), 1)
     typer.echo(f"cancel requested: {found.name}")
@@ -125,10 +74,9 @@ def preempt_command(job: Job, project: Project = "", location: Location = "us-ce
     import grpc
 
     from trainpool.config import EMULATOR_ENV, emulator_host
-    from trainpool.emulator.faults_service import preempt_job
+    from trainpool.emulator.api.faults_service import preempt_job
 
-    client = _client(location)
-    kind, found = _fetch(client, job, project, location)
+    kind, found = fetch(client(location), job, project, location)
     address = emulator_host()
     if address is None:
         fail(
@@ -157,39 +105,38 @@ def logs_command(
     root: Root = None,
 ) -> None:
     """Print every replica's log (emulator); on Vertex, say where the logs are."""
-    from trainpool.config import EMULATOR_ENV, default_root
-    from trainpool.emulator import logs
+    from trainpool.config import EMULATOR_ENV
+    from trainpool.emulator.jobs import logs
+    from trainpool.home import Home
     from trainpool.spec.states import job_is_final
 
-    client = _client(location)
-    kind, found = _fetch(client, job, project, location)
+    jobs_client = client(location)
+    kind, found = fetch(jobs_client, job, project, location)
     if not os.environ.get(EMULATOR_ENV):
         fail(
             f"{found.name} runs on Vertex AI: its logs are in Cloud Logging; "
             f"`gcloud ai custom-jobs stream-logs {found.name}` follows them",
             1,
         )
-    job_dir = (root or default_root()) / "jobs" / found.name.rsplit("/", 1)[-1]
-    if not job_dir.is_dir():
+    files = (Home(root) if root else Home.default()).job(found.name.rsplit("/", 1)[-1])
+    if not files.dir.is_dir():
         fail(
-            f"--root: {job_dir} does not exist; accepted: the --root the emulator was started "
+            f"--root: {files.dir} does not exist; accepted: the --root the emulator was started "
             "with (its jobs/ directory holds the logs)"
         )
     if not follow:
-        for line in logs.read(job_dir):
+        for line in logs.read(files):
             typer.echo(line)
         return
-    method = getattr(client, f"get_{KINDS[kind]}")
+    method = getattr(jobs_client, f"get_{KINDS[kind]}")
 
     def finished() -> bool:
         return job_is_final(method(name=found.name).state.name)
 
-    for line in logs.follow(job_dir, finished):
+    for line in logs.follow(files, finished):
         typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:
-    from trainpool.cli.jobs_report import report_command
-
     jobs_app.command("report")(report_command)
     app.add_typer(jobs_app, name="jobs")

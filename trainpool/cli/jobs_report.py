@@ -13,19 +13,18 @@ from typing import Annotated, Any
 import typer
 
 from trainpool.cli._common import fail
-from trainpool.cli.jobs import Job, Location, Project, Root, _client, _fetch
+from trainpool.cli.job_lookup import Job, Location, Project, Root, client, fetch
+from trainpool.home import Home, JobFiles
 
-METRIC_FILE = Path("hypertune") / "workerpool0-0.metrics"  # where a trial's measurement is read
 
-
-def measurements_from_files(job: dict[str, Any], job_dir: Path) -> None:
+def measurements_from_files(job: dict[str, Any], files: JobFiles) -> None:
     """Give every trial without ``measurements`` those of its emulator metric file."""
     from trainpool.runtime.hypertune import read_metrics
 
     for trial in job.get("trials", []):
         if trial.get("measurements"):
             continue
-        records = read_metrics(str(job_dir / f"trial-{trial['id']}" / METRIC_FILE))
+        records = read_metrics(str(files.trial(trial["id"]).metric_file()))
         trial["measurements"] = [
             {
                 "stepCount": str(record.global_step),
@@ -45,20 +44,20 @@ def report_command(
     root: Root = None,
 ) -> None:
     """Write a sweep's trials report (charts and a sortable table) and print its path."""
-    from trainpool.config import EMULATOR_ENV, default_root
+    from trainpool.config import EMULATOR_ENV
     from trainpool.reports.page import trials_page
     from trainpool.reports.sweep_data import from_job
     from trainpool.vertex.jobs import to_rest_json
 
-    kind, found = _fetch(_client(location), job, project, location)
+    kind, found = fetch(client(location), job, project, location)
     job_id = found.name.rsplit("/", 1)[-1]
     if kind != "hyperparameterTuningJobs":
         fail(f"JOB: {found.name} is a CustomJob; accepted: a HyperparameterTuningJob (a sweep)")
     rest = to_rest_json(found)
-    job_dir = (root or default_root()) / "jobs" / job_id
-    if os.environ.get(EMULATOR_ENV) and job_dir.is_dir():
+    files = (Home(root) if root else Home.default()).job(job_id)
+    if os.environ.get(EMULATOR_ENV) and files.dir.is_dir():
         try:
-            measurements_from_files(rest, job_dir)
+            measurements_from_files(rest, files)
         except ValueError as err:  # a metric file line that is not a measurement
             typer.echo(f"warning: per-step curves left out: {err}", err=True)
     path = (out or Path(f"trials-{job_id}.html")).resolve()

@@ -49,9 +49,14 @@ def run_command(
 
     from rich.console import Console
 
-    from trainpool.localrun import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
     from trainpool.localrun.runner import run_local
     from trainpool.localrun.summary import job_lines
+    from trainpool.spec.pipeline_params import (
+        ParamError,
+        load_pipeline_spec,
+        parse_params,
+        pipeline_inputs,
+    )
 
     try:
         spec = load_pipeline_spec(pipeline)

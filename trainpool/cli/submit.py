@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -39,64 +39,36 @@ def submit_command(
     create or replace the schedule of the same display name instead (a schedule embeds
     its pipeline; at most one run at a time).
     """
-    if timezone and not schedule:
-        fail(f"--timezone: {timezone!r} without --schedule; accepted: --timezone with --schedule")
     from google.api_core import exceptions
 
-    from trainpool.images import sources
-    from trainpool.localrun import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
-    from trainpool.localrun.params import pipeline_defaults
-    from trainpool.localrun.runner import SOURCE_PARAMETERS
-    from trainpool.vertex import clients, pipelines
-    from trainpool.vertex.preflight import preflight
+    from trainpool.errors import InputError
+    from trainpool.vertex import clients
+    from trainpool.vertex.pipelines import Target
+    from trainpool.vertex.submit import submit_pipeline
 
-    target = pipelines.Target(project, location, pipeline_root, service_account)
+    target = Target(project, location, pipeline_root, service_account)
     try:
-        spec = load_pipeline_spec(pipeline)
-    except (OSError, ValueError) as err:
-        fail(f"PIPELINE: {err}")
-    problems = pipelines.check_target(target)
-    values: dict[str, Any] = {}
-    cron = ""
-    try:
-        values = parse_params(param or [], pipeline_inputs(spec))
-    except ParamError as err:
-        problems += err.problems
-    try:
-        cron = pipelines.cron_with_timezone(schedule, timezone) if schedule else ""
-    except pipelines.SubmitError as err:
-        problems += err.problems
-    notes: list[str] = []
-    if not problems:
-        problems += preflight(spec, values, pipeline_defaults(spec), pipeline_root, location, notes)
-    if problems:
-        fail("\n".join(problems))
-    for note in notes:
-        typer.echo(f"note: {note}", err=True)
-    try:
-        for name in SOURCE_PARAMETERS:
-            if values.get(name):
-                values[name] = sources.upload_param(name, str(values[name]), pipeline_root)
-    except (ValueError, FileNotFoundError) as err:
+        done = submit_pipeline(
+            pipeline,
+            target,
+            param or [],
+            schedule=schedule,
+            timezone=timezone,
+            display_name=display_name,
+        )
+    except InputError as err:
         fail(str(err))
-    try:
-        job_id, job = pipelines.build_pipeline_job(pipeline, target, values, display_name)
-    except pipelines.SubmitError as err:
-        fail(str(err))
-    try:
-        if cron:
-            name = display_name or str(spec["pipelineInfo"]["name"])
-            request = pipelines.build_schedule(job, target, cron, name)
-            created, deleted = pipelines.create_or_replace_schedule(request, target)
-            typer.echo(f"schedule {created.name} ({created.cron}, max 1 concurrent run)")
-            for old in deleted:
-                typer.echo(f"replaced {old}")
-            return
-        submitted = pipelines.submit(job_id, job, target)
     except exceptions.GoogleAPICallError as err:
         fail(f"Vertex AI refused the request: {err}", 1)
-    typer.echo(f"submitted {submitted.name} ({submitted.state.name})")
-    typer.echo(clients.console_url(submitted.name))
+    for note in done.notes:
+        typer.echo(f"note: {note}", err=True)
+    if done.schedule is not None:
+        typer.echo(f"schedule {done.schedule.name} ({done.schedule.cron}, max 1 concurrent run)")
+        for old in done.replaced:
+            typer.echo(f"replaced {old}")
+        return
+    typer.echo(f"submitted {done.job.name} ({done.job.state.name})")
+    typer.echo(clients.console_url(done.job.name))
 
 
 def register(app: typer.Typer) -> None:

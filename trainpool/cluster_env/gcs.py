@@ -24,6 +24,8 @@ import ipaddress
 import os
 import re
 
+from trainpool.errors import InputError
+
 SCHEME = "gs://"
 VERTEX_MOUNT = "/gcs"
 """Where Vertex mounts every bucket in a replica (Cloud Storage FUSE)."""
@@ -35,7 +37,7 @@ _BUCKET_CHARS = re.compile(r"^[a-z0-9][a-z0-9._-]*[a-z0-9]$")
 _ACCEPTED = "accepted: gs://BUCKET/OBJECT with a bucket and object named by Cloud Storage's rules"
 
 
-class GcsUriError(ValueError):
+class GcsUriError(InputError):
     """A ``gs://`` URI Cloud Storage would refuse, or no file path can stand for."""
 
 

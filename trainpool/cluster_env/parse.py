@@ -15,11 +15,12 @@ from typing import Any
 
 from trainpool.cluster_env.hosts import split_host
 from trainpool.cluster_env.layout import node_ranks, pool_role
+from trainpool.errors import InputError
 
 _TF_POOLS = {"chief": 0, "master": 0, "worker": 1, "ps": 2, "evaluator": 3}
 
 
-class EnvError(ValueError):
+class EnvError(InputError):
     """A variable of the replica environment is malformed."""
 
 

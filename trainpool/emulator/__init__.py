@@ -2,10 +2,15 @@
 
 with trainpool.emulator.start(root) as emu:
     os.environ["VERTEX_AI_EMULATOR_HOST"] = emu.address
+
+Rooms: ``api/`` (one module per gRPC service), ``jobs/`` (the engine: replicas started,
+watched, restarted, stopped, by Vertex's failure rules), ``sweeps/`` (trials and their
+rules), ``pipelines/`` (PipelineJobs and TrainingPipelines), ``builds/`` (Cloud Build),
+``records/`` (every resource in SQLite, paging), ``cloud_storage/`` (the JSON API door),
+``faults/`` (what tests inject). ``docs/internals.md`` maps them.
 """
 
-from trainpool.emulator.execution import KillFault
-from trainpool.emulator.faults import Faults
+from trainpool.emulator.faults.config import Faults, KillFault
 from trainpool.emulator.server import SERVICES, Emulator, start
 from trainpool.emulator.state import EmulatorState
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import grpc
 
+from trainpool.home import Home
+
 HOST = "127.0.0.1"
-SOCKET_NAME = "emulator.sock"
 MAX_SOCKET_PATH = 107
 
 
@@ -40,12 +41,12 @@ def listen_tcp(server: grpc.Server, port: int) -> str:
     return f"{HOST}:{bound}"
 
 
-def socket_path(root: Path) -> Path:
+def socket_path(home: Home) -> Path:
     """``<root>/emulator.sock``, or a private temporary one when that path is too long."""
-    path = root / SOCKET_NAME
+    path = home.socket
     if len(str(path)) + len("/.s-XXXXXXXX") <= MAX_SOCKET_PATH:
         return path
-    return Path(tempfile.mkdtemp(prefix="trainpool-")) / SOCKET_NAME
+    return Path(tempfile.mkdtemp(prefix="trainpool-")) / path.name
 
 
 def listen_unix(server: grpc.Server, path: Path) -> str:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-LOCK_NAME = "emulator.lock"
+from trainpool.home import Home
+
 ADDRESS_WAIT_S = 5.0
 
 
@@ -72,7 +73,7 @@ def _holder(path: Path) -> tuple[str, int | None]:
 def acquire(root: Path) -> RootLock:
     """Lock ``root`` for this server; :class:`RootInUse` when another server holds it."""
     root.mkdir(parents=True, exist_ok=True)
-    path = root / LOCK_NAME
+    path = Home(root).lock
     handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -88,7 +89,7 @@ def running(root: Path, wait_s: float = ADDRESS_WAIT_S) -> str | None:
     A server that holds the lock but has not published its address yet (it is starting)
     is waited for up to ``wait_s``; :class:`RootInUse` if it still has none.
     """
-    path = root / LOCK_NAME
+    path = Home(root).lock
     if not path.exists():
         return None
     deadline = time.monotonic() + wait_s

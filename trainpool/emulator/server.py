@@ -1,34 +1,43 @@
-"""The emulator's gRPC server, one per root, and the registry of its services.
+"""The emulator's gRPC server, one per root: it wires the records, the job engine and the
+services, and serves them where :mod:`trainpool.emulator.listen` says.
 
 ``SERVICES`` lists the modules that serve an API; each exposes
-``handler(state: EmulatorState) -> grpc.GenericRpcHandler``. The server holds
-the root's lock (:mod:`trainpool.emulator.root_lock`) from before recovery until it
-stops, and listens where :mod:`trainpool.emulator.listen` says.
+``handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler``. The server
+holds the root's lock (:mod:`trainpool.emulator.root_lock`) from before recovery until it
+stops.
 """
 
 from __future__ import annotations
 
-import importlib
 from concurrent import futures
 from pathlib import Path
-from types import TracebackType
+from types import ModuleType, TracebackType
 
 import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
 
-from trainpool.emulator import listen, preemption, root_lock, storage_api
-from trainpool.emulator.faults import FaultInterceptor, Faults
-from trainpool.emulator.runner import runner_for
+from trainpool.emulator import listen, root_lock
+from trainpool.emulator.api import (
+    cloud_build,
+    faults_service,
+    job_service,
+    model_service,
+    pipeline_service,
+    schedule_service,
+)
+from trainpool.emulator.cloud_storage.server import StorageServer, serve
+from trainpool.emulator.faults.config import Faults
+from trainpool.emulator.faults.interceptor import FaultInterceptor
+from trainpool.emulator.jobs.runner import Runner, start_runner
 from trainpool.emulator.state import EmulatorState
 
-SERVICES: tuple[str, ...] = (
-    "trainpool.emulator.job_service",
-    "trainpool.emulator.pipeline_service",
-    "trainpool.emulator.training_pipeline_service",
-    "trainpool.emulator.model_service",
-    "trainpool.emulator.schedule_service",
-    "trainpool.emulator.cloud_build_service",
-    "trainpool.emulator.faults_service",
+SERVICES: tuple[ModuleType, ...] = (
+    job_service,
+    pipeline_service,
+    model_service,
+    schedule_service,
+    cloud_build,
+    faults_service,
 )
 WORKERS = 32
 
@@ -42,11 +51,13 @@ class Emulator:
     def __init__(
         self,
         state: EmulatorState,
+        runner: Runner,
         server: grpc.Server,
         lock: root_lock.RootLock,
-        storage: storage_api.StorageServer | None = None,
+        storage: StorageServer | None = None,
     ) -> None:
         self.state = state
+        self.runner = runner
         self.root = state.root
         self.address = state.address
         self.port = int(self.address.rsplit(":", 1)[1]) if self.address[0].isdigit() else None
@@ -73,9 +84,10 @@ class Emulator:
 
     def preempt(self, job_name: str) -> cj.CustomJob:
         """Preempt RUNNING CustomJob ``job_name`` as Compute Engine reclaims Spot VMs, and
-        return it ended (FAILED, STOCKOUT); see :func:`trainpool.emulator.preemption.preempt`
-        (it raises ``trainpool.emulator.rpc.RpcError``)."""
-        return preemption.preempt(runner_for(self.state), job_name)
+        return it ended (FAILED, STOCKOUT); see
+        :func:`trainpool.emulator.api.faults_service.preempt` (it raises
+        ``trainpool.emulator.api.rpc.RpcError``)."""
+        return faults_service.preempt(self.runner, job_name)
 
     def wait(self) -> None:
         """Block until the server stops."""
@@ -103,7 +115,7 @@ def start(
     (mode 0600), or on ``127.0.0.1:port`` when ``port`` is given (0: a free port).
 
     With ``storage``, also serve ``<root>/gcs`` through the Cloud Storage JSON API on
-    ``http://127.0.0.1:PORT`` (a free port; :mod:`trainpool.emulator.storage_api`), for
+    ``http://127.0.0.1:PORT`` (a free port; :mod:`trainpool.emulator.cloud_storage`), for
     clients given ``STORAGE_EMULATOR_HOST``: a port, so every local user can reach it.
 
     Raises :class:`trainpool.emulator.root_lock.RootInUse` (an ``OSError``) when another
@@ -124,16 +136,16 @@ def start(
         interceptors=interceptors,
         options=[("grpc.so_reuseport", 0)],
     )
-    door: storage_api.StorageServer | None = None
+    door: StorageServer | None = None
     try:
         if storage:
-            door = storage_api.serve(root)
+            door = serve(state.home)
         if port is None:
-            state.address = listen.listen_unix(server, listen.socket_path(root))
+            state.address = listen.listen_unix(server, listen.socket_path(state.home))
         else:
             state.address = listen.listen_tcp(server, port)
-        handlers = [importlib.import_module(name).handler(state) for name in SERVICES]
-        server.add_generic_rpc_handlers(handlers)
+        runner = start_runner(state)
+        server.add_generic_rpc_handlers([module.handler(state, runner) for module in SERVICES])
     except BaseException:
         if door is not None:
             door.stop()
@@ -144,4 +156,4 @@ def start(
         raise
     server.start()
     lock.publish(state.address, door.address if door is not None else None)
-    return Emulator(state, server, lock, door)
+    return Emulator(state, runner, server, lock, door)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from trainpool.home import Home
 from trainpool.images import image_config, image_ref
 from trainpool.images.context import BuildContext
 
@@ -79,7 +80,7 @@ class LocalImage:
 
 
 def images_dir(root: Path) -> Path:
-    return Path(root) / "images"
+    return Home(Path(root)).images
 
 
 def _ref_file(root: Path, name: str) -> Path:

@@ -11,6 +11,8 @@ import json
 import re
 from pathlib import Path
 
+from trainpool.errors import InputError
+
 MAX_READ = 1 << 20
 _PEM = re.compile(
     rb"^-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\r?\n"  # a whole block, not a mention of one
@@ -59,7 +61,7 @@ def credential_kind(path: Path) -> str | None:
     return _json_kind(data)
 
 
-class CredentialInContext(ValueError):
+class CredentialInContext(InputError):
     """A file of the build context holds a credential; it would be baked into the image."""
 
     def __init__(self, rel_path: str, kind: str) -> None:

@@ -18,10 +18,13 @@ import tarfile
 from pathlib import Path, PurePosixPath
 
 from trainpool.cluster_env import gcs
+from trainpool.errors import InputError
 from trainpool.images import context, storage
 
 PREFIX = "trainpool/sources"
 SUFFIX = ".tar.gz"
+SOURCE_PARAMETERS = ("source_dir",)
+"""Pipeline parameters whose local folder is uploaded this way before a run or a submit."""
 
 
 def is_source_object(uri: str) -> bool:
@@ -52,7 +55,7 @@ def upload(source_dir: str | Path, pipeline_root: str) -> str:
     return uri
 
 
-class UnsafeArchive(ValueError):
+class UnsafeArchive(InputError):
     """A source archive with a member that would land outside its folder."""
 
 
@@ -96,7 +99,7 @@ def upload_param(name: str, value: str, pipeline_root: str) -> str:
     if value.startswith("gs://"):
         return value
     if not Path(value).is_dir():
-        raise ValueError(
+        raise InputError(
             f"{name}: {value!r} is not a folder here ({Path.cwd()}); accepted: a trainer "
             f"folder (uploaded under the pipeline root), or gs://.../{PREFIX}/<digest>{SUFFIX}"
         )

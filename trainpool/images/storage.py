@@ -19,6 +19,7 @@ from typing import Any
 from trainpool.cluster_env import gcs
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.config import default_root, emulator_host
+from trainpool.home import Home
 
 
 def local_root(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -27,7 +28,7 @@ def local_root(environ: Mapping[str, str] | None = None) -> Path | None:
     if env.get(LOCAL_ROOT_ENV):
         return Path(env[LOCAL_ROOT_ENV])
     if emulator_host(env) and not env.get("STORAGE_EMULATOR_HOST"):
-        return default_root(env).resolve() / "gcs"
+        return Home(default_root(env)).resolved().gcs
     return None
 
 

@@ -1,13 +1,6 @@
-"""Run a compiled pipeline YAML locally: kfp.local for the tasks, the emulator for Vertex."""
+"""``trainpool run PIPELINE.yaml --local``: kfp.local for the tasks, the emulator for Vertex,
+a live display and a summary of the run's jobs."""
 
-from trainpool.localrun.params import ParamError, load_pipeline_spec, parse_params, pipeline_inputs
 from trainpool.localrun.runner import RunResult, run_local
 
-__all__ = [
-    "ParamError",
-    "RunResult",
-    "load_pipeline_spec",
-    "parse_params",
-    "pipeline_inputs",
-    "run_local",
-]
+__all__ = ["RunResult", "run_local"]

@@ -6,7 +6,7 @@ emulator, labelled ``trainpool-local-run=<run id>`` (the run sets
 jobs, as on Vertex). This lists the ones with the run's label, a filter the
 emulator answers from an index, so a poll costs the same whatever the root's
 history (through ``trainpool.vertex.clients.job_client``), and reads the tail of
-each replica's log under ``<root>/jobs/<job id>/``.
+each replica's log (:class:`trainpool.home.JobFiles`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainpool.home import Home
+from trainpool.kfprun.execute import RUN_LABEL
 from trainpool.spec.states import job_is_final
 from trainpool.vertex import clients
 
 POLL_S = 1.0
-RUN_LABEL = "trainpool-local-run"
 
 
 @dataclass(frozen=True)
@@ -65,13 +66,9 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def replica_tails(root: Path, job_id: str) -> dict[str, str]:
-    """``{replica name: last log line}`` for the job's replica logs under ``root``."""
-    folder = root / "jobs" / job_id
-    if not folder.is_dir():
-        return {}
-    logs = sorted(folder.glob("workerpool*-*.log"))
-    return {log.stem: _last_line(log) for log in logs}
+def replica_tails(home: Home, job_id: str) -> dict[str, str]:
+    """``{replica name: last log line}`` for the job's replica logs in ``home``."""
+    return {log.stem: _last_line(log) for log in home.job(job_id).replica_logs()}
 
 
 def _trial(trial: Any) -> TrialView:
@@ -87,8 +84,8 @@ def _trial(trial: Any) -> TrialView:
 class JobWatch:
     """Polls the emulator in a background thread; :meth:`snapshot` is safe from any thread."""
 
-    def __init__(self, root: Path, project: str, location: str, run_id: str) -> None:
-        self.root = root
+    def __init__(self, home: Home, project: str, location: str, run_id: str) -> None:
+        self.home = home
         self.parent = f"projects/{project}/locations/{location}"
         self.location = location
         self.filter = f'labels.{RUN_LABEL}="{run_id}"'
@@ -170,7 +167,7 @@ class JobWatch:
             display_name=job.display_name,
             kind=kind,
             state=_short_state(job.state),
-            replicas=replica_tails(self.root, job_id),
+            replicas=replica_tails(self.home, job_id),
             trials=trials,
             base_output=spec.base_output_directory.output_uri_prefix,
         )

@@ -9,8 +9,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from trainpool.kfprun.tasklog import TaskState
 from trainpool.localrun.jobwatch import JobView
-from trainpool.localrun.tasklog import TaskState
 
 _STYLES = {
     "SUCCEEDED": "green",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainpool.cluster_env.gcs import GcsUriError, to_path
+from trainpool.home import Home
 from trainpool.localrun.jobwatch import JobView, TrialView
 
 
@@ -25,9 +26,9 @@ def model_uri(job: JobView, trial: TrialView | None) -> str:
     return f"{base}/{trial.trial_id}/model/" if trial else f"{base}/model/"
 
 
-def _local(uri: str, root: Path) -> str:
+def _local(uri: str, home: Home) -> str:
     try:
-        return to_path(uri, root / "gcs", "model")
+        return to_path(uri, home.gcs, "model")
     except GcsUriError:
         return ""
 
@@ -40,9 +41,10 @@ def _params(trial: TrialView) -> str:
 
 def job_lines(jobs: list[JobView], root: Path) -> list[str]:
     """What each job ended as, its winner and model, and where its logs are."""
+    home = Home(root)
     lines = []
     for job in jobs:
-        lines.append(f"{job.kind} {job.name}: {job.state} (logs: {root / 'jobs' / job.job_id})")
+        lines.append(f"{job.kind} {job.name}: {job.state} (logs: {home.job(job.job_id).dir})")
         trial = best_trial(job) if job.trials else None
         if trial is not None:
             metric = f"{trial.metric:.6g}" if trial.metric is not None else "n/a"
@@ -50,6 +52,6 @@ def job_lines(jobs: list[JobView], root: Path) -> list[str]:
         if job.state == "SUCCEEDED" and (not job.trials or trial is not None):
             uri = model_uri(job, trial)
             if uri:
-                where = _local(uri, root)
+                where = _local(uri, home)
                 lines.append(f"  model: {uri}" + (f" = {where}" if where else ""))
     return lines

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainpool.errors import InputError
+
 GOALS = {"maximize": "MAXIMIZE", "minimize": "MINIMIZE"}
 SCALES = {
     "linear": "UNIT_LINEAR_SCALE",
@@ -63,12 +65,8 @@ _PARAM_KEYS = {
 }
 
 
-class StudyError(ValueError):
+class StudyError(InputError):
     """A malformed readable study: one problem a line, naming field, value and what is accepted."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 def _choice(problems: list[str], field: str, value: Any, names: dict[str, str]) -> str:

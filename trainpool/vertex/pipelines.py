@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from trainpool.errors import InputError
 from trainpool.spec.timing import check_zone, split_cron
 from trainpool.vertex import clients
 
@@ -27,12 +28,8 @@ _SA = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _ID = re.compile(r"^[a-z0-9][-a-z0-9.:]*[a-z0-9]$")
 
 
-class SubmitError(ValueError):
+class SubmitError(InputError):
     """Bad submit input; ``str()`` is one problem per line: field, value, what is accepted."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = problems
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,145 @@
+"""One store, three doors: the real google-cloud-storage client, over real HTTP on loopback,
+sees the objects of ``<root>/gcs`` through the emulator's Cloud Storage JSON API."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.api_core import exceptions
+from google.cloud import storage  # type: ignore[attr-defined]
+
+import trainpool.emulator as emulator
+from trainpool.home import Home
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
+    with emulator.start(tmp_path / "root", storage=True) as running:
+        assert running.storage_address is not None
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", running.storage_address)
+        yield running
+
+
+def test_the_door_is_opt_in_and_published(tmp_path: Path) -> None:
+    with emulator.start(tmp_path / "plain") as plain:
+        assert plain.storage_address is None
+    with emulator.start(tmp_path / "root", storage=True) as emu:
+        assert emu.storage_address is not None
+        assert emu.storage_address.startswith("http://127.0.0.1:")
+        record = json.loads(Home(emu.root).lock.read_text())
+        assert record["storage_address"] == emu.storage_address
+
+
+def test_objects_by_path_and_by_api_are_the_same(emu: emulator.Emulator) -> None:
+    gcs = emu.root / "gcs"
+    (gcs / "bkt" / "a").mkdir(parents=True)
+    (gcs / "bkt" / "a" / "b.txt").write_bytes(b"written by path")
+    client = storage.Client(project="p")
+    bucket = client.bucket("bkt")
+    assert bucket.exists() and not client.bucket("nobkt").exists()
+    assert bucket.blob("a/b.txt").download_as_bytes() == b"written by path"
+
+    data = os.urandom(5 * 1024 * 1024)
+    big = bucket.blob("a/big.bin", chunk_size=1024 * 1024)  # a chunk size: the resumable upload
+    big.upload_from_string(data)
+    assert (gcs / "bkt" / "a" / "big.bin").read_bytes() == data
+    assert bucket.blob("a/big.bin").download_as_bytes() == data
+    assert not list((emu.root / "storage-uploads").iterdir())
+
+    assert [b.name for b in client.list_blobs("bkt", prefix="a/")] == ["a/b.txt", "a/big.bin"]
+    top = client.list_blobs("bkt", delimiter="/")
+    assert list(top) == [] and top.prefixes == {"a/"}
+    assert len(list(client.list_blobs("bkt", page_size=1))) == 2
+
+    bucket.blob("c.txt").upload_from_string("small")  # multipart
+    assert (gcs / "bkt" / "c.txt").read_text() == "small"
+    blob = bucket.get_blob("c.txt")
+    assert blob is not None and blob.size == 5 and blob.md5_hash and blob.crc32c
+    blob.delete()
+    assert not (gcs / "bkt" / "c.txt").exists()
+    with pytest.raises(exceptions.NotFound):
+        bucket.blob("c.txt").download_as_bytes()
+
+    client.create_bucket("made-here")
+    assert (gcs / "made-here").is_dir()
+
+
+def test_a_hostile_name_is_refused_and_writes_nothing(emu: emulator.Emulator) -> None:
+    (emu.root / "gcs" / "bkt").mkdir(parents=True)
+    before = sorted(emu.root.parent.rglob("*"))
+    bucket = storage.Client(project="p").bucket("bkt")
+    for name in ("../x", "a/../../x"):
+        with pytest.raises(exceptions.BadRequest, match=r"'\.\.' segment"):
+            bucket.blob(name).upload_from_string("bad")
+        with pytest.raises(exceptions.BadRequest):
+            bucket.blob(name).download_as_bytes()
+    with pytest.raises(exceptions.BadRequest, match="goog"):
+        storage.Client(project="p").create_bucket("goog-bkt")
+    after = [p for p in sorted(emu.root.parent.rglob("*")) if "storage-uploads" not in p.parts]
+    assert after == [p for p in before if "storage-uploads" not in p.parts]
+
+
+def test_the_sdk_pipeline_submit_checks_its_bucket_in_moments(
+    emu: emulator.Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check ``aiplatform.PipelineJob.submit`` makes before it creates the job: against
+    the real Cloud Storage it retried for 80-100 s; against the door it takes moments."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.aiplatform.utils import gcs_utils
+
+    started = time.monotonic()  # the SDK's modules are imported above, outside the timing
+    uri = gcs_utils.create_gcs_bucket_for_pipeline_artifacts_if_it_does_not_exist(
+        output_artifacts_gcs_dir="gs://pipes-bkt/runs",
+        service_account="sa@p.iam.gserviceaccount.com",
+        project="p",
+        location="us-central1",
+        credentials=AnonymousCredentials(),
+    )
+    elapsed = time.monotonic() - started
+    assert uri == "gs://pipes-bkt/runs"
+    assert (emu.root / "gcs" / "pipes-bkt").is_dir()
+    assert elapsed < 5, f"the bucket check took {elapsed:.1f} s"
+
+
+def test_pipeline_job_submit_against_the_emulator_takes_moments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``aiplatform.PipelineJob(...).submit()`` with both doors set: no minute of retries."""
+    from google.cloud import aiplatform
+    from google.cloud.aiplatform import initializer
+    from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
+        PipelineServiceGrpcTransport,
+    )
+
+    from trainpool.vertex.clients import point_sdk_at_emulator
+
+    transport = PipelineServiceGrpcTransport
+    monkeypatch.setattr(transport, "create_channel", transport.__dict__["create_channel"])
+    for setting in ("_api_transport", "_api_endpoint", "_credentials", "_project", "_location"):
+        monkeypatch.setattr(initializer.global_config, setting, None)
+    template = Path(__file__).resolve().parents[1] / "pipelines" / "distributed_training.yaml"
+    with emulator.start(tmp_path / "root", storage=True) as emu:
+        assert emu.storage_address is not None
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", emu.storage_address)
+        point_sdk_at_emulator()
+        aiplatform.init(project="p", location="us-central1")
+        job = aiplatform.PipelineJob(
+            display_name="bucket-check",
+            template_path=str(template),
+            pipeline_root="gs://pipes-bkt/runs",
+            parameter_values={"cluster_request": "{}"},
+        )
+        started = time.monotonic()
+        job.submit(service_account="sa@p.iam.gserviceaccount.com")
+        elapsed = time.monotonic() - started
+        assert job.resource_name.startswith("projects/p/locations/us-central1/pipelineJobs/")
+        assert (emu.root / "gcs" / "pipes-bkt").is_dir()
+        assert elapsed < 5, f"PipelineJob.submit took {elapsed:.1f} s"

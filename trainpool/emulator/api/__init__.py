@@ -1,0 +1,1 @@
+"""One module per gRPC service the emulator serves: requests in, calls, answers out."""

@@ -1,0 +1,164 @@
+"""``google.cloud.aiplatform.v1.JobService``: CustomJob and HyperparameterTuningJob.
+
+Create, Get, List, Cancel and Delete for both kinds. Requests and responses are the real
+aiplatform proto types; errors are real gRPC status codes. A created CustomJob runs on
+the job engine (:mod:`trainpool.emulator.jobs`), a sweep on :mod:`trainpool.emulator.sweeps`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from google.cloud.aiplatform_v1.types import custom_job as cj
+from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hptj
+from google.cloud.aiplatform_v1.types import job_service as js
+from google.cloud.aiplatform_v1.types.job_state import JobState
+from google.longrunning import operations_pb2
+from google.protobuf import empty_pb2
+
+from trainpool.emulator.api import requests
+from trainpool.emulator.api.rpc import precondition, service
+from trainpool.emulator.jobs.runner import TERMINAL, Runner, job_spec_rest
+from trainpool.emulator.records import operations
+from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS
+from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.state import EmulatorState
+from trainpool.emulator.sweeps.sweep import run_tuning_job, study_spec_rest
+
+SERVICE = "google.cloud.aiplatform.v1.JobService"
+
+
+class JobService:
+    def __init__(self, state: EmulatorState, runner: Runner) -> None:
+        self.state = state
+        self.runner = runner
+        self.records = state.records
+
+    def get(self, name: str, kind: Kind) -> Any:
+        return requests.existing(self.records, kind, name)
+
+    def create_custom_job(self, request: js.CreateCustomJobRequest) -> cj.CustomJob:
+        requests.check_parent(request.parent)
+        job = request.custom_job
+        requests.check_display_name(job.display_name, "custom_job.display_name")
+        requests.check_job_spec(job_spec_rest(job.job_spec))
+        job = self.runner.create(CUSTOM_JOBS, request.parent, job)
+        self.runner.submit(job.name, self.runner.run_custom_job)
+        return job
+
+    def create_tuning_job(
+        self, request: js.CreateHyperparameterTuningJobRequest
+    ) -> hptj.HyperparameterTuningJob:
+        requests.check_parent(request.parent)
+        job = request.hyperparameter_tuning_job
+        requests.check_display_name(job.display_name, "hyperparameter_tuning_job.display_name")
+        requests.check_job_spec(
+            job_spec_rest(job.trial_job_spec), "hyperparameter_tuning_job.trial_job_spec"
+        )
+        requests.check_study(
+            study_spec_rest(job.study_spec),
+            job.max_trial_count,
+            job.parallel_trial_count,
+            job.max_failed_trial_count,
+        )
+        job = self.runner.create(TUNING_JOBS, request.parent, job)
+        self.runner.submit(
+            job.name, lambda name, controls: run_tuning_job(self.runner, name, controls.cancel)
+        )
+        return job
+
+    def list(self, kind: Kind, request: Any) -> tuple[list[Any], str]:
+        return requests.list_page(self.records, kind, request)
+
+    def cancel(self, name: str, kind: Kind) -> empty_pb2.Empty:
+        job = self.get(name, kind)
+        if job.state in TERMINAL:
+            raise precondition(
+                f"Cannot cancel {kind.label} {name}: it is already in state {job.state.name}."
+            )
+
+        def mark(record: Any) -> None:
+            if record.state not in TERMINAL:
+                record.state = JobState.JOB_STATE_CANCELLING
+
+        self.records.update(kind, name, mark)
+        self.runner.cancel(name)
+        return empty_pb2.Empty()
+
+    def delete(self, name: str, kind: Kind) -> operations_pb2.Operation:
+        job = self.get(name, kind)
+        if job.state not in TERMINAL:
+            raise precondition(
+                f"Cannot delete {kind.label} {name} in state {job.state.name}: "
+                "cancel it and wait until it ends."
+            )
+        self.records.delete(kind, name)
+        return operations.done(f"{name}/operations/{self.state.new_id('operation')}")
+
+
+def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+    """The JobService handler."""
+    jobs = JobService(state, runner)
+
+    def list_custom(request: js.ListCustomJobsRequest) -> js.ListCustomJobsResponse:
+        found, token = jobs.list(CUSTOM_JOBS, request)
+        return js.ListCustomJobsResponse(custom_jobs=found, next_page_token=token)
+
+    def list_tuning(
+        request: js.ListHyperparameterTuningJobsRequest,
+    ) -> js.ListHyperparameterTuningJobsResponse:
+        found, token = jobs.list(TUNING_JOBS, request)
+        return js.ListHyperparameterTuningJobsResponse(
+            hyperparameter_tuning_jobs=found, next_page_token=token
+        )
+
+    custom, tuning = CUSTOM_JOBS, TUNING_JOBS
+    operation = operations_pb2.Operation
+    return service(
+        SERVICE,
+        {
+            "CreateCustomJob": (jobs.create_custom_job, js.CreateCustomJobRequest, cj.CustomJob),
+            "GetCustomJob": (
+                lambda r: jobs.get(r.name, custom),
+                js.GetCustomJobRequest,
+                cj.CustomJob,
+            ),
+            "ListCustomJobs": (list_custom, js.ListCustomJobsRequest, js.ListCustomJobsResponse),
+            "CancelCustomJob": (
+                lambda r: jobs.cancel(r.name, custom),
+                js.CancelCustomJobRequest,
+                empty_pb2.Empty,
+            ),
+            "DeleteCustomJob": (
+                lambda r: jobs.delete(r.name, custom),
+                js.DeleteCustomJobRequest,
+                operation,
+            ),
+            "CreateHyperparameterTuningJob": (
+                jobs.create_tuning_job,
+                js.CreateHyperparameterTuningJobRequest,
+                hptj.HyperparameterTuningJob,
+            ),
+            "GetHyperparameterTuningJob": (
+                lambda r: jobs.get(r.name, tuning),
+                js.GetHyperparameterTuningJobRequest,
+                hptj.HyperparameterTuningJob,
+            ),
+            "ListHyperparameterTuningJobs": (
+                list_tuning,
+                js.ListHyperparameterTuningJobsRequest,
+                js.ListHyperparameterTuningJobsResponse,
+            ),
+            "CancelHyperparameterTuningJob": (
+                lambda r: jobs.cancel(r.name, tuning),
+                js.CancelHyperparameterTuningJobRequest,
+                empty_pb2.Empty,
+            ),
+            "DeleteHyperparameterTuningJob": (
+                lambda r: jobs.delete(r.name, tuning),
+                js.DeleteHyperparameterTuningJobRequest,
+                operation,
+            ),
+        },
+    )

@@ -1,0 +1,55 @@
+"""``google.cloud.aiplatform.v1.ModelService``: UploadModel, GetModel, ListModels.
+
+Enough of the Model Registry for the SDK's training-job classes (a TrainingPipeline with
+``modelToUpload``; ``aiplatform.Model(name)`` is GetModel) and for ``aiplatform.Model.upload``
+(:mod:`trainpool.emulator.records.models`). ``GetModel`` accepts ``models/ID@VERSION`` as
+Vertex does.
+"""
+
+from __future__ import annotations
+
+import grpc
+from google.cloud.aiplatform_v1.types import model as model_types
+from google.cloud.aiplatform_v1.types import model_service as ms
+from google.longrunning import operations_pb2
+
+from trainpool.emulator.api import requests
+from trainpool.emulator.api.rpc import not_found, service
+from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.records import models, operations
+from trainpool.emulator.records.kinds import MODELS
+from trainpool.emulator.state import EmulatorState
+
+SERVICE = "google.cloud.aiplatform.v1.ModelService"
+
+
+def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+    """The ModelService handler."""
+
+    def upload(request: ms.UploadModelRequest) -> operations_pb2.Operation:
+        requests.check_parent(request.parent)
+        model = models.register(
+            state.db, state.records, request.parent, request.model, request.model_id
+        )
+        response = ms.UploadModelResponse(model=model.name, model_version_id=model.version_id)
+        return operations.done(f"{model.name}/operations/{state.new_id('operation')}", response)
+
+    def get(request: ms.GetModelRequest) -> model_types.Model:
+        requests.check_name(request.name.partition("@")[0], MODELS.collection)
+        found = models.get(state.records, request.name)
+        if found is None:
+            raise not_found(f"Model {request.name} not found.")
+        return found
+
+    def list_models(request: ms.ListModelsRequest) -> ms.ListModelsResponse:
+        found, token = requests.list_page(state.records, MODELS, request)
+        return ms.ListModelsResponse(models=found, next_page_token=token)
+
+    return service(
+        SERVICE,
+        {
+            "UploadModel": (upload, ms.UploadModelRequest, operations_pb2.Operation),
+            "GetModel": (get, ms.GetModelRequest, model_types.Model),
+            "ListModels": (list_models, ms.ListModelsRequest, ms.ListModelsResponse),
+        },
+    )

@@ -1,0 +1,202 @@
+"""``google.cloud.aiplatform.v1.PipelineService``: PipelineJobs and TrainingPipelines.
+
+PipelineJobs (Create, Get, List, Cancel) run locally, each in a process of its own
+(:mod:`trainpool.emulator.pipelines.runs`). TrainingPipelines (Create, Get, List, Cancel,
+Delete), what the SDK's ``Custom*TrainingJob`` classes create, run a backing CustomJob
+(:mod:`trainpool.emulator.pipelines.training`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import grpc
+from google.cloud.aiplatform_v1.types import pipeline_job as pj
+from google.cloud.aiplatform_v1.types import pipeline_service as ps
+from google.cloud.aiplatform_v1.types import training_pipeline as tp
+from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
+from google.longrunning import operations_pb2
+from google.protobuf import empty_pb2, json_format
+
+from trainpool.emulator.api import requests
+from trainpool.emulator.api.rpc import already_exists, not_found, precondition, service
+from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.pipelines import training
+from trainpool.emulator.pipelines.runs import PipelineRuns, start_runs
+from trainpool.emulator.records import operations
+from trainpool.emulator.records.kinds import PIPELINE_JOBS, TRAINING_PIPELINES
+from trainpool.emulator.records.resources import AlreadyExists, now
+from trainpool.emulator.state import EmulatorState
+from trainpool.errors import InputError
+
+SERVICE = "google.cloud.aiplatform.v1.PipelineService"
+JOB_ID = re.compile(r"^[a-z0-9][-a-z0-9]{0,127}$")
+
+
+class PipelineService:
+    def __init__(
+        self, state: EmulatorState, runs: PipelineRuns, trainings: training.TrainingPipelines
+    ) -> None:
+        self.state = state
+        self.records = state.records
+        self.runs = runs
+        self.trainings = trainings
+
+    # PipelineJobs
+    def get_job(self, name: str) -> Any:
+        return requests.existing(self.records, PIPELINE_JOBS, name)
+
+    def create_job(self, request: ps.CreatePipelineJobRequest) -> Any:
+        requests.check_parent(request.parent)
+        job: Any = request.pipeline_job
+        message = pj.PipelineJob.pb(job)
+        spec = json_format.MessageToDict(message.pipeline_spec)
+        values = json_format.MessageToDict(message.runtime_config).get("parameterValues", {})
+        if "root" not in spec or "pipelineInfo" not in spec:
+            raise InputError.of(
+                "pipeline_job.pipeline_spec",
+                "has no 'root' and 'pipelineInfo'; accepted: a compiled KFP pipeline (the "
+                "YAML `trainpool compile` writes)",
+            )
+        root_uri = job.runtime_config.gcs_output_directory
+        if not root_uri.startswith("gs://"):
+            raise InputError.of(
+                "pipeline_job.runtime_config.gcs_output_directory",
+                f"{root_uri!r}; accepted: a pipeline root such as gs://BUCKET/PATH",
+            )
+        declared = spec["root"].get("inputDefinitions", {}).get("parameters", {})
+        unknown = sorted(set(values) - set(declared))
+        if unknown:
+            raise InputError.of(
+                "pipeline_job.runtime_config.parameter_values",
+                f"{', '.join(unknown)} not declared by the pipeline; "
+                f"accepted: {', '.join(sorted(declared)) or 'none'}",
+            )
+        job_id = request.pipeline_job_id or self.state.new_id("pipeline")
+        if not JOB_ID.match(job_id):
+            raise InputError.of(
+                "pipeline_job_id",
+                f"{job_id!r}; accepted: up to 128 lowercase letters, digits and hyphens, "
+                "starting with a letter or digit",
+            )
+        job.name = f"{request.parent}/{PIPELINE_JOBS.collection}/{job_id}"
+        job.state = PipelineState.PIPELINE_STATE_QUEUED
+        job.create_time = job.update_time = now()
+        try:
+            self.records.insert(PIPELINE_JOBS, request.parent, job)
+        except AlreadyExists:
+            raise already_exists(f"PipelineJob {job.name} exists.") from None
+        self.runs.start(job, spec, values)
+        return self.get_job(job.name)
+
+    def cancel_job(self, request: ps.CancelPipelineJobRequest) -> empty_pb2.Empty:
+        job = self.get_job(request.name)
+        if not self.runs.cancel(job.name):
+            raise precondition(
+                f"Cannot cancel PipelineJob {job.name}: it is already {job.state.name}."
+            )
+        return empty_pb2.Empty()
+
+    def list_jobs(self, request: ps.ListPipelineJobsRequest) -> ps.ListPipelineJobsResponse:
+        found, token = requests.list_page(self.records, PIPELINE_JOBS, request)
+        return ps.ListPipelineJobsResponse(pipeline_jobs=found, next_page_token=token)
+
+    # TrainingPipelines
+    def get_training(self, name: str) -> Any:
+        requests.check_name(name, TRAINING_PIPELINES.collection)
+        try:
+            return self.trainings.follow(name)
+        except KeyError:
+            raise not_found(f"TrainingPipeline {name} not found.") from None
+
+    def create_training(self, request: ps.CreateTrainingPipelineRequest) -> tp.TrainingPipeline:
+        requests.check_parent(request.parent)
+        pipeline: Any = request.training_pipeline
+        requests.check_display_name(pipeline.display_name, "training_pipeline.display_name")
+        spec = training.backing_job_spec(pipeline)
+        requests.check_job_spec(spec, "training_pipeline.training_task_inputs")
+        return self.trainings.create(request.parent, pipeline, spec)
+
+    def list_training(
+        self, request: ps.ListTrainingPipelinesRequest
+    ) -> ps.ListTrainingPipelinesResponse:
+        found, token = requests.list_page(self.records, TRAINING_PIPELINES, request)
+        followed = [self.trainings.follow(pipeline.name) for pipeline in found]
+        return ps.ListTrainingPipelinesResponse(training_pipelines=followed, next_page_token=token)
+
+    def cancel_training(self, request: ps.CancelTrainingPipelineRequest) -> empty_pb2.Empty:
+        pipeline = self.get_training(request.name)
+        if not self.trainings.cancel(pipeline.name):
+            raise precondition(
+                f"Cannot cancel TrainingPipeline {pipeline.name}: it is already "
+                f"{pipeline.state.name}."
+            )
+        return empty_pb2.Empty()
+
+    def delete_training(self, request: ps.DeleteTrainingPipelineRequest) -> Any:
+        pipeline = self.get_training(request.name)
+        if pipeline.state not in training.FINAL:
+            raise precondition(
+                f"Cannot delete TrainingPipeline {pipeline.name} in state {pipeline.state.name}: "
+                "cancel it and wait until it ends."
+            )
+        self.records.delete(TRAINING_PIPELINES, pipeline.name)
+        return operations.done(f"{pipeline.name}/operations/{self.state.new_id('operation')}")
+
+
+def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+    """The PipelineService handler: PipelineJobs and TrainingPipelines."""
+    pipelines = PipelineService(
+        state, start_runs(state, runner), training.TrainingPipelines(runner)
+    )
+    return service(
+        SERVICE,
+        {
+            "CreatePipelineJob": (
+                pipelines.create_job,
+                ps.CreatePipelineJobRequest,
+                pj.PipelineJob,
+            ),
+            "GetPipelineJob": (
+                lambda r: pipelines.get_job(r.name),
+                ps.GetPipelineJobRequest,
+                pj.PipelineJob,
+            ),
+            "ListPipelineJobs": (
+                pipelines.list_jobs,
+                ps.ListPipelineJobsRequest,
+                ps.ListPipelineJobsResponse,
+            ),
+            "CancelPipelineJob": (
+                pipelines.cancel_job,
+                ps.CancelPipelineJobRequest,
+                empty_pb2.Empty,
+            ),
+            "CreateTrainingPipeline": (
+                pipelines.create_training,
+                ps.CreateTrainingPipelineRequest,
+                tp.TrainingPipeline,
+            ),
+            "GetTrainingPipeline": (
+                lambda r: pipelines.get_training(r.name),
+                ps.GetTrainingPipelineRequest,
+                tp.TrainingPipeline,
+            ),
+            "ListTrainingPipelines": (
+                pipelines.list_training,
+                ps.ListTrainingPipelinesRequest,
+                ps.ListTrainingPipelinesResponse,
+            ),
+            "CancelTrainingPipeline": (
+                pipelines.cancel_training,
+                ps.CancelTrainingPipelineRequest,
+                empty_pb2.Empty,
+            ),
+            "DeleteTrainingPipeline": (
+                pipelines.delete_training,
+                ps.DeleteTrainingPipelineRequest,
+                operations_pb2.Operation,
+            ),
+        },
+    )

@@ -1,0 +1,1 @@
+"""Cloud Build, emulated: builds run into the local image store."""

@@ -1,0 +1,1 @@
+"""The Cloud Storage JSON API door of the local store."""

@@ -1,0 +1,235 @@
+"""Cloud Storage's buckets and objects, as the local store keeps them: folders and files.
+
+The object ``gs://BUCKET/OBJECT`` is the file ``<root>/gcs/BUCKET/OBJECT``. Every name
+goes through :mod:`trainpool.cluster_env.gcs` (a name it refuses answers 400 with the
+rule, so no request reaches a path outside the store). There is no side store of
+metadata: size, ``md5Hash``, ``crc32c``, ``updated`` and ``generation`` (the file's
+``st_mtime_ns``) are read from the file, ``contentType`` is guessed from the name, so an
+object written by path or at ``/gcs`` is served at once. Writes are :mod:`.uploads`.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import mimetypes
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from trainpool.cluster_env import gcs
+
+MAX_RESULTS = 1000
+_CHUNK = 1 << 20
+_CONTENT_RANGE = re.compile(r"^bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$")
+
+
+class ApiError(Exception):
+    """An answer other than success: HTTP status, message, JSON API ``reason``."""
+
+    def __init__(self, status: int, message: str, reason: str = "invalid") -> None:
+        super().__init__(message)
+        self.status, self.message, self.reason = status, message, reason
+
+
+def bad(message: str) -> ApiError:
+    return ApiError(400, message, "invalid")
+
+
+def not_found(message: str) -> ApiError:
+    return ApiError(404, message, "notFound")
+
+
+def not_served(request: Any) -> ApiError:
+    """501 for a request the door does not serve (``request`` has ``method`` and ``path``)."""
+    return ApiError(
+        501, f"{request.method} {request.path}: not served by the local store", "notImplemented"
+    )
+
+
+def _rfc3339(seconds: float) -> str:
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _b64(digest: bytes) -> str:
+    return base64.b64encode(digest).decode("ascii")
+
+
+def _crc32c(path: Path) -> str | None:
+    try:
+        import google_crc32c
+    except ImportError:  # pragma: no cover - installed with google-cloud-storage
+        return None
+    checksum = google_crc32c.Checksum()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            checksum.update(chunk)
+    return _b64(checksum.digest())
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return _b64(digest.digest())
+
+
+class Objects:
+    """Buckets and objects of ``<root>/gcs``, by Cloud Storage names; ``base_url`` is the door's
+    own address, for the links in resources."""
+
+    def __init__(self, gcs_root: Path, base_url: str = "") -> None:
+        self.gcs_root = gcs_root
+        self.base_url = base_url
+
+    # names -> paths, only through cluster_env.gcs
+    def bucket_path(self, bucket: str) -> Path:
+        try:
+            gcs.split(gcs.SCHEME + bucket, "bucket")
+        except gcs.GcsUriError as err:
+            raise bad(str(err)) from None
+        return Path(gcs.to_path(gcs.SCHEME + bucket + "/", self.gcs_root, "bucket"))
+
+    def object_path(self, bucket: str, name: str) -> Path:
+        uri = f"{gcs.SCHEME}{bucket}/{name}"
+        if not name or name.endswith("/"):
+            raise bad(
+                f"object: {uri!r}: the local store maps an object to a file; "
+                "accepted: a name that does not end in '/'"
+            )
+        try:
+            return Path(gcs.to_path(uri, self.gcs_root, "object"))
+        except gcs.GcsUriError as err:
+            raise bad(str(err)) from None
+
+    # resources
+    def bucket_resource(self, bucket: str) -> dict[str, Any]:
+        path = self.bucket_path(bucket)
+        if not path.is_dir():
+            raise not_found(f"The specified bucket does not exist: {bucket}")
+        st = path.stat()
+        return {
+            "kind": "storage#bucket",
+            "id": bucket,
+            "name": bucket,
+            "selfLink": f"{self.base_url}/storage/v1/b/{bucket}",
+            "projectNumber": "0",
+            "metageneration": "1",
+            "location": "US",
+            "locationType": "multi-region",
+            "storageClass": "STANDARD",
+            "timeCreated": _rfc3339(st.st_mtime),
+            "updated": _rfc3339(st.st_mtime),
+            "etag": "CAE=",
+        }
+
+    def create_bucket(self, body: dict[str, Any]) -> dict[str, Any]:
+        bucket = str(body.get("name", ""))
+        path = self.bucket_path(bucket)
+        try:
+            path.mkdir(parents=True)
+        except FileExistsError:
+            raise ApiError(
+                409, f"The bucket {bucket} already exists in the local store", "conflict"
+            ) from None
+        return self.bucket_resource(bucket)
+
+    def object_resource(self, bucket: str, name: str, hashes: bool = True) -> dict[str, Any]:
+        self.bucket_resource(bucket)
+        path = self.object_path(bucket, name)
+        if not path.is_file():
+            raise not_found(f"No such object: {bucket}/{name}")
+        return self.describe(bucket, name, path, hashes)
+
+    def describe(self, bucket: str, name: str, path: Path, hashes: bool) -> dict[str, Any]:
+        st = path.stat()
+        generation = str(st.st_mtime_ns)
+        quoted = quote(name, safe="")
+        resource: dict[str, Any] = {
+            "kind": "storage#object",
+            "id": f"{bucket}/{name}/{generation}",
+            "selfLink": f"{self.base_url}/storage/v1/b/{bucket}/o/{quoted}",
+            "mediaLink": f"{self.base_url}/download/storage/v1/b/{bucket}/o/{quoted}"
+            f"?generation={generation}&alt=media",
+            "name": name,
+            "bucket": bucket,
+            "generation": generation,
+            "metageneration": "1",
+            "contentType": mimetypes.guess_type(name)[0] or "application/octet-stream",
+            "storageClass": "STANDARD",
+            "size": str(st.st_size),
+            "timeCreated": _rfc3339(st.st_mtime),
+            "updated": _rfc3339(st.st_mtime),
+            "timeStorageClassUpdated": _rfc3339(st.st_mtime),
+            "etag": _b64(generation.encode()),
+        }
+        if hashes:
+            resource["md5Hash"] = _md5(path)
+            crc = _crc32c(path)
+            if crc is not None:
+                resource["crc32c"] = crc
+        return resource
+
+    def list_objects(self, bucket: str, query: dict[str, str]) -> dict[str, Any]:
+        root = self.bucket_path(bucket)
+        self.bucket_resource(bucket)
+        prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
+        after = query.get("pageToken", "")
+        try:
+            limit = max(1, min(int(query.get("maxResults", MAX_RESULTS)), MAX_RESULTS))
+        except ValueError:
+            raise bad(f"maxResults: {query['maxResults']!r}; accepted: an integer") from None
+        items: list[dict[str, Any]] = []
+        prefixes: list[str] = []
+        last, more = "", False
+        for name in sorted(self._names(root)):
+            if not name.startswith(prefix) or name <= after:
+                continue
+            cut = name.find(delimiter, len(prefix)) if delimiter else -1
+            collapsed = name[: cut + len(delimiter)] if cut >= 0 else None
+            if collapsed is not None and (collapsed <= after or collapsed in prefixes[-1:]):
+                continue
+            if len(items) + len(prefixes) >= limit:
+                more = True
+                break
+            if collapsed is not None:
+                prefixes.append(collapsed)
+                last = collapsed
+            else:
+                items.append(self.describe(bucket, name, root / name, hashes=False))
+                last = name
+        answer: dict[str, Any] = {"kind": "storage#objects", "items": items}
+        if prefixes:
+            answer["prefixes"] = prefixes
+        if more:
+            answer["nextPageToken"] = last  # the next page starts after this name or prefix
+        return answer
+
+    def _names(self, root: Path) -> Iterator[str]:
+        for folder, dirs, files in os.walk(root):
+            dirs.sort()
+            rel = os.path.relpath(folder, root)
+            for file in files:
+                if file.startswith(".") and file.endswith(".partial"):
+                    continue  # a write in progress (trainpool.images.storage, uploads)
+                name = file if rel == "." else f"{rel}/{file}".replace(os.sep, "/")
+                if gcs.object_problem(name) is None:
+                    yield name
+
+    def delete_object(self, bucket: str, name: str) -> None:
+        self.bucket_resource(bucket)
+        path = self.object_path(bucket, name)
+        try:
+            if not path.is_file():
+                raise FileNotFoundError(path)
+            path.unlink()
+        except FileNotFoundError:
+            raise not_found(f"No such object: {bucket}/{name}") from None
+
+    # uploads: whole, then renamed into place

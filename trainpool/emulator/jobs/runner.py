@@ -1,0 +1,256 @@
+"""The job engine's front: one thread per running job, its controls, recovery after a crash.
+
+:meth:`Runner.submit` runs a job's work in a thread of its own with :class:`Controls`
+(cancel, preempt) that :meth:`Runner.cancel` and :meth:`Runner.preempt` set; the work runs
+the job's replicas with :func:`trainpool.emulator.jobs.replicas.run_spec`. Each job's
+replica processes are recorded in SQLite while they run, so a server that restarts after a
+crash stops what the dead server left behind (only processes provably its own) and marks
+those jobs FAILED with a message saying so.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from google.cloud.aiplatform_v1.types.job_state import JobState
+from google.rpc import status_pb2
+
+from trainpool.emulator.jobs import processes
+from trainpool.emulator.jobs.failure_rules import CODE_INTERNAL
+from trainpool.emulator.jobs.launches import JobContext
+from trainpool.emulator.jobs.processes import Replica
+from trainpool.emulator.jobs.replicas import Controls, Outcome, run_spec
+from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, kind_of
+from trainpool.emulator.records.resources import Kind, now
+from trainpool.emulator.state import EmulatorState
+from trainpool.home import JobFiles
+from trainpool.spec import normalize_spec
+from trainpool.spec.states import FINAL_JOB_STATES
+
+TERMINAL = frozenset(getattr(JobState, name) for name in FINAL_JOB_STATES)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replica_processes (
+  job TEXT NOT NULL, replica TEXT NOT NULL,
+  pid INTEGER NOT NULL, start_ticks INTEGER NOT NULL, boot_id TEXT NOT NULL
+);
+"""
+
+RESTART_MESSAGE = (
+    "The emulator stopped while this job was running (server restart or crash); "
+    "its replicas were stopped. Create the job again to rerun it."
+)
+STOPPED_MESSAGE = "The emulator was stopped while this job was running; its replicas were stopped."
+
+
+def parse_name(name: str) -> tuple[str, str, str]:
+    """``(project, location, id)`` of ``projects/P/locations/L/KIND/ID``."""
+    parts = name.split("/")
+    return parts[1], parts[3], parts[5]
+
+
+def job_spec_rest(job_spec: Any) -> dict[str, Any]:
+    """A proto ``CustomJobSpec`` as Vertex REST JSON: camelCase, enum names, ints, ``{}`` kept."""
+    return normalize_spec(type(job_spec).to_dict(job_spec))
+
+
+class Runner:
+    """Creates, starts, cancels and recovers jobs; one thread per running job."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self.state = state
+        self.records = state.records
+        self.kill = state.faults.kill
+        self._controls: dict[str, Controls] = {}
+        self._threads: dict[str, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        state.db.executescript(_SCHEMA)
+
+    # records
+    def create(self, kind: Kind, parent: str, job: Any) -> Any:
+        """Give ``job`` its name, QUEUED state and times, store it, and return it."""
+        stamp = now()
+        job.name = f"{parent}/{kind.collection}/{self.state.new_id('job')}"
+        job.state = JobState.JOB_STATE_QUEUED
+        job.create_time = stamp
+        job.update_time = stamp
+        return self.records.insert(kind, parent, job)
+
+    def get(self, name: str) -> Any | None:
+        """The job (CustomJob or HyperparameterTuningJob) of that name, or None."""
+        try:
+            kind = kind_of(name)
+        except KeyError:
+            return None
+        return self.records.get(kind, name)
+
+    def require(self, name: str) -> Any:
+        """The stored job; KeyError when there is none."""
+        return self.records.require(kind_of(name), name)
+
+    def update(self, name: str, change: Callable[[Any], None]) -> Any:
+        return self.records.update(kind_of(name), name, change)
+
+    def files(self, name: str, trial_id: str | None = None) -> JobFiles:
+        files = self.state.home.job(parse_name(name)[2])
+        return files if trial_id is None else files.trial(trial_id)
+
+    def context(self, name: str, trial_id: str | None = None) -> JobContext:
+        project, location, job_id = parse_name(name)
+        return JobContext(
+            self.state.home, job_id, self.files(name, trial_id), project, location, trial_id
+        )
+
+    # processes
+    def record_groups(self, name: str, replicas: list[Replica]) -> None:
+        """Remember each replica's process by pid, start time and boot id, so that recovery
+        after a crash stops survivors that are provably these, and never a reused pid."""
+        rows = [
+            (name, r.launch.name, r.identity.pid, r.identity.start_ticks, r.identity.boot_id)
+            for r in replicas
+            if r.identity is not None
+        ]
+        with self.state.db.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO replica_processes (job, replica, pid, start_ticks, boot_id) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def forget_groups(self, name: str) -> None:
+        self.state.db.execute("DELETE FROM replica_processes WHERE job = ?", (name,))
+
+    # threads and controls
+    def register(self, name: str) -> Controls:
+        """Make job ``name`` reachable by :meth:`cancel` and :meth:`preempt` until
+        :meth:`unregister`; its events."""
+        controls = Controls()
+        with self._lock:
+            self._controls[name] = controls
+        return controls
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._controls.pop(name, None)
+
+    def submit(self, name: str, work: Callable[[str, Controls], None]) -> None:
+        """Run ``work(name, controls)`` in a thread of its own."""
+        controls = self.register(name)
+        thread = threading.Thread(target=self._guard, args=(name, work, controls), daemon=True)
+        with self._lock:
+            self._threads[name] = thread
+        thread.start()
+
+    def _guard(self, name: str, work: Callable[[str, Controls], None], controls: Controls) -> None:
+        try:
+            work(name, controls)
+        except Exception as err:  # noqa: BLE001 - a bug must still end the job visibly
+            self.finish(name, Outcome("FAILED", CODE_INTERNAL, f"Internal emulator error: {err!r}"))
+        finally:
+            self.forget_groups(name)
+            self.unregister(name)
+            with self._lock:
+                self._threads.pop(name, None)
+
+    def is_running(self, name: str) -> bool:
+        """True while a thread of this runner works on job ``name``."""
+        with self._lock:
+            return name in self._threads
+
+    def cancel(self, name: str) -> bool:
+        """Ask a running job to stop; False when it is not running here."""
+        with self._lock:
+            controls = self._controls.get(name)
+        if controls is None:
+            return False
+        controls.cancel.set()
+        return True
+
+    def preempt(self, name: str) -> bool:
+        """Preempt CustomJob ``name`` (its replicas are stopped, the job fails as Vertex's
+        preempted jobs do); False when it is not running here."""
+        with self._lock:
+            controls = self._controls.get(name)
+        if controls is None:
+            return False
+        controls.preempt.set()
+        return True
+
+    # states
+    def set_state(self, name: str, state: int) -> None:
+        def change(job: Any) -> None:
+            if job.state == JobState.JOB_STATE_CANCELLING:
+                return
+            job.state = state
+            if state == JobState.JOB_STATE_RUNNING:
+                job.start_time = now()
+
+        self.update(name, change)
+
+    def finish(self, name: str, outcome: Outcome) -> None:
+        """Record how the job ended; a job cancelled because the emulator stops is FAILED."""
+        if outcome.state == "CANCELLED" and self._stopping.is_set():
+            outcome = Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE)
+
+        def change(job: Any) -> None:
+            job.state = getattr(JobState, f"JOB_STATE_{outcome.state}")
+            job.end_time = now()
+            if outcome.code:
+                job.error = status_pb2.Status(code=outcome.code, message=outcome.message)
+
+        self.update(name, change)
+
+    def run_custom_job(self, name: str, controls: Controls) -> None:
+        """The life of one CustomJob: PENDING, RUNNING, then its outcome."""
+        job = self.require(name)
+        self.set_state(name, JobState.JOB_STATE_PENDING)
+        outcome = run_spec(
+            job_spec_rest(job.job_spec),
+            self.context(name),
+            controls,
+            on_started=lambda replicas: self.record_groups(name, replicas),
+            on_running=lambda: self.set_state(name, JobState.JOB_STATE_RUNNING),
+            kill=self.kill,
+        )
+        self.finish(name, outcome)
+
+    def unfinished(self) -> list[str]:
+        """Names of jobs (both kinds) in a state that is not terminal."""
+        return [
+            name
+            for kind in (CUSTOM_JOBS, TUNING_JOBS)
+            for name in self.records.names(kind, not_states=TERMINAL)
+        ]
+
+    def recover(self) -> None:
+        """After a restart: stop what a dead server left running and mark its jobs FAILED."""
+        rows = self.state.db.execute("SELECT pid, start_ticks, boot_id FROM replica_processes")
+        processes.stop_groups(
+            [processes.ProcessId(r["pid"], r["start_ticks"], r["boot_id"]) for r in rows]
+        )
+        self.state.db.execute("DELETE FROM replica_processes")
+        for name in self.unfinished():
+            self.finish(name, Outcome("FAILED", CODE_INTERNAL, RESTART_MESSAGE))
+
+    def shutdown(self) -> None:
+        """Stop every running job (marked FAILED: the emulator stopped) and wait for them."""
+        self._stopping.set()
+        with self._lock:
+            running = dict(self._threads)
+            for controls in self._controls.values():
+                controls.cancel.set()
+        for thread in running.values():
+            thread.join(timeout=30)
+        for name in self.unfinished():
+            self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
+
+
+def start_runner(state: EmulatorState) -> Runner:
+    """The one Runner of ``state``'s emulator: it recovers what a dead server left running,
+    and stops every job when the emulator stops."""
+    runner = Runner(state)
+    runner.recover()
+    state.on_stop(runner.shutdown)
+    return runner

@@ -1,0 +1,1 @@
+"""PipelineJobs run locally, and TrainingPipelines run by a backing CustomJob."""

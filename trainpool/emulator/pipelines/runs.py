@@ -1,0 +1,189 @@
+"""PipelineJobs run locally: each in a process of its own, by ``trainpool.kfprun``.
+
+A created job's pipeline spec is written to ``<root>/pipelines/<id>/pipeline.json`` and run
+in the background by :mod:`trainpool.kfprun` (kfp.local against this emulator), in its own
+process group, with its transcript in ``<root>/pipelines/<id>/run.log``. The job's state
+follows that process: RUNNING, then SUCCEEDED or FAILED by its exit status; Cancel stops
+the process group and ends in CANCELLED. A job a previous server left unfinished has no
+process any more: it ends FAILED when the next server starts.
+
+The run's jobs carry the label ``trainpool-local-run`` = :func:`run_id` of the job; its
+tasks cancel their own jobs when the run is cancelled (as the launchers do on Vertex),
+and what is left with that label is cancelled here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
+from google.rpc import code_pb2
+
+from trainpool.config import EMULATOR_ENV, HOME_ENV
+from trainpool.emulator.jobs import processes
+from trainpool.emulator.jobs.runner import TERMINAL as JOB_TERMINAL
+from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.records.kinds import CUSTOM_JOBS, PIPELINE_JOBS, TUNING_JOBS
+from trainpool.emulator.records.resources import now
+from trainpool.emulator.state import EmulatorState
+from trainpool.kfprun import command
+from trainpool.kfprun.execute import RUN_LABEL
+from trainpool.spec.states import FINAL_PIPELINE_STATES
+
+TERMINAL = frozenset(getattr(PipelineState, name) for name in FINAL_PIPELINE_STATES)
+_FAILED = re.compile(r"^pipeline \S+ FAILED: ")
+STOPPED = "the emulator stopped while the pipeline ran"
+
+
+def run_id(job_name: str) -> str:
+    """The run id (label value) of a PipelineJob's run: its id, or its start and a digest
+    when that is longer than a label value may be (63 characters)."""
+    job_id = job_name.rsplit("/", 1)[-1]
+    if len(job_id) <= 63:
+        return job_id
+    return f"{job_id[:42]}-{hashlib.sha256(job_name.encode()).hexdigest()[:20]}"
+
+
+def param_args(values: dict[str, Any]) -> list[str]:
+    """``--param NAME=VALUE`` arguments: strings verbatim, everything else as JSON."""
+    args: list[str] = []
+    for name, value in sorted(values.items()):
+        text = value if isinstance(value, str) else json.dumps(value)
+        args += ["--param", f"{name}={text}"]
+    return args
+
+
+def failure_summary(log: Path) -> str:
+    """The ``pipeline X FAILED: ...`` line of a run's log (else its last line), and the log."""
+    lines = [line for line in processes.tail(log, 40).splitlines() if line.strip()]
+    found = [line for line in lines if _FAILED.match(line)]
+    summary = found[-1] if found else (lines[-1] if lines else "no output")
+    return f"{summary.strip()} (log: {log})"
+
+
+class PipelineRuns:
+    """The local runs of one emulator's PipelineJobs."""
+
+    def __init__(self, state: EmulatorState, runner: Runner) -> None:
+        self.state = state
+        self.runner = runner
+        self.records = state.records
+        self._lock = threading.RLock()
+        self._runs: dict[str, processes.Replica] = {}
+        self._closed = False
+
+    def _set(self, name: str, **fields: Any) -> Any:
+        def change(job: Any) -> None:
+            for key, value in fields.items():
+                setattr(job, key, value)
+
+        return self.records.update(PIPELINE_JOBS, name, change)
+
+    def start(self, job: Any, spec: dict[str, Any], values: dict[str, Any]) -> None:
+        """Run stored PipelineJob ``job`` (``spec`` with ``values``) in a process of its own."""
+        folder = self.state.home.pipeline_run(job.name.rsplit("/", 1)[-1])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "pipeline.json").write_text(json.dumps(spec, sort_keys=True), encoding="utf-8")
+        _, project, _, location, *_ = job.name.split("/")
+        argv = [sys.executable, "-m", command.__name__, str(folder / "pipeline.json")]
+        argv += ["--root", str(self.state.root)]
+        argv += ["--project", project, "--location", location]  # the run's own, as on Vertex
+        argv += ["--pipeline-root", job.runtime_config.gcs_output_directory]
+        argv += ["--run-id", run_id(job.name)]
+        argv += param_args(values)
+        env = dict(os.environ, **{EMULATOR_ENV: self.state.address, HOME_ENV: str(self.state.root)})
+        launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
+        with self._lock:
+            try:
+                run = processes.start(launch)
+            except OSError as err:
+                self.finish(job.name, 127, f"could not start the local run: {err}")
+                return
+            self._runs[job.name] = run
+            self._set(job.name, state=PipelineState.PIPELINE_STATE_RUNNING, start_time=now())
+        threading.Thread(target=self._wait, args=(job.name, run), daemon=True).start()
+
+    def _wait(self, name: str, run: processes.Replica) -> None:
+        code = run.proc.wait()
+        with self._lock:
+            if not self._closed:
+                self.finish(name, code, failure_summary(run.launch.log))
+
+    def finish(self, name: str, code: int, log_tail: str) -> None:
+        with self._lock:
+            self._runs.pop(name, None)
+
+            def change(job: Any) -> None:
+                if job.state in TERMINAL:
+                    return
+                if job.state == PipelineState.PIPELINE_STATE_CANCELLING:
+                    job.state = PipelineState.PIPELINE_STATE_CANCELLED
+                    job.error.code = code_pb2.CANCELLED
+                    job.error.message = "cancelled"
+                elif code == 0:
+                    job.state = PipelineState.PIPELINE_STATE_SUCCEEDED
+                else:
+                    job.state = PipelineState.PIPELINE_STATE_FAILED
+                    job.error.code = code_pb2.INTERNAL
+                    job.error.message = f"the local run exited with status {code}: {log_tail}"
+                job.end_time = now()
+
+            self.records.update(PIPELINE_JOBS, name, change)
+
+    def cancel(self, name: str) -> bool:
+        """Mark the job CANCELLING and stop its run; False when it has already ended."""
+        with self._lock:
+            job = self.records.require(PIPELINE_JOBS, name)
+            if job.state in TERMINAL:
+                return False
+            self._set(name, state=PipelineState.PIPELINE_STATE_CANCELLING)
+            run = self._runs.get(name)
+        if run is None:
+            self.finish(name, 1, "")
+        else:
+            processes.stop([run])
+        self.cancel_jobs(name)
+        return True
+
+    def cancel_jobs(self, name: str) -> None:
+        """Cancel the unfinished jobs of PipelineJob ``name``'s run."""
+        parent = name.split(f"/{PIPELINE_JOBS.collection}/")[0]
+        label = f'labels.{RUN_LABEL}="{run_id(name)}"'
+        for kind in (CUSTOM_JOBS, TUNING_JOBS):
+            token = ""
+            while True:
+                found, token = self.records.page(kind, parent, filter=label, page_token=token)
+                for job in found:
+                    if job.state not in JOB_TERMINAL:
+                        self.runner.cancel(job.name)
+                if not token:
+                    break
+
+    def stop_all(self) -> None:
+        """On emulator stop: end every local run; their jobs end FAILED."""
+        with self._lock:
+            self._closed = True
+            runs = dict(self._runs)
+        processes.stop(list(runs.values()))
+        for name in runs:
+            self.finish(name, 1, STOPPED)
+
+    def recover(self) -> None:
+        """Jobs a previous server left unfinished have no process any more: mark them FAILED."""
+        for name in self.records.names(PIPELINE_JOBS, not_states=TERMINAL):
+            self.finish(name, 1, STOPPED)
+
+
+def start_runs(state: EmulatorState, runner: Runner) -> PipelineRuns:
+    """The pipeline runs of ``state``'s emulator, recovered, stopped with it."""
+    runs = PipelineRuns(state, runner)
+    runs.recover()
+    state.on_stop(runs.stop_all)
+    return runs

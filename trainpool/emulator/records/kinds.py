@@ -1,0 +1,50 @@
+"""The kinds of resource the emulator stores, each a collection of one proto-plus message."""
+
+from __future__ import annotations
+
+from google.cloud.aiplatform_v1.types import custom_job as cj
+from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hptj
+from google.cloud.aiplatform_v1.types import model as model_types
+from google.cloud.aiplatform_v1.types import pipeline_job as pj
+from google.cloud.aiplatform_v1.types import schedule as sc
+from google.cloud.aiplatform_v1.types import training_pipeline as tp
+from google.cloud.aiplatform_v1.types.job_state import JobState
+from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
+from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
+
+from trainpool.emulator.records.resources import Kind
+
+CUSTOM_JOBS = Kind("customJobs", cj.CustomJob, "CustomJob", JobState)
+TUNING_JOBS = Kind(
+    "hyperparameterTuningJobs", hptj.HyperparameterTuningJob, "HyperparameterTuningJob", JobState
+)
+PIPELINE_JOBS = Kind("pipelineJobs", pj.PipelineJob, "PipelineJob", PipelineState)
+TRAINING_PIPELINES = Kind(
+    "trainingPipelines", tp.TrainingPipeline, "TrainingPipeline", PipelineState
+)
+MODELS = Kind("models", model_types.Model, "Model")
+SCHEDULES = Kind("schedules", sc.Schedule, "Schedule", sc.Schedule.State)
+BUILDS = Kind("builds", cb.Build, "Build", cb.Build.Status, state_field="status")
+
+KINDS = {
+    kind.collection: kind
+    for kind in (
+        CUSTOM_JOBS,
+        TUNING_JOBS,
+        PIPELINE_JOBS,
+        TRAINING_PIPELINES,
+        MODELS,
+        SCHEDULES,
+        BUILDS,
+    )
+}
+
+
+def kind_of(name: str) -> Kind:
+    """The kind of a resource name (``projects/P/locations/L/customJobs/ID``); KeyError if none."""
+    return KINDS[name.split("/")[-2]]
+
+
+def parent_of(name: str) -> str:
+    """``projects/P/locations/L`` of ``projects/P/locations/L/KIND/ID``."""
+    return name.rsplit("/", 2)[0]

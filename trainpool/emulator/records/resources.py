@@ -1,0 +1,196 @@
+"""Every resource the emulator keeps, in one table: insert, get, update, delete, a page.
+
+A record is the whole proto (``CustomJob.serialize``), so every field a client sent
+comes back unchanged. Beside it, indexed columns hold what a List filters and orders by:
+``kind`` (the collection, ``customJobs``), ``parent``, ``seq`` (creation order, the page
+token), ``state`` and ``display_name``; labels are rows of ``resource_labels``. A List
+answers its filter and its page from those indexes in SQL and deserializes only the page
+it returns, so its cost does not grow with the number of stored resources.
+
+A :class:`Kind` says how a collection's resources are stored: its proto-plus message, and
+the enum its ``state`` filter names (``state=JOB_STATE_RUNNING``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from trainpool.emulator.records import paging
+from trainpool.emulator.records.database import Database
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS resources (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL UNIQUE,
+  parent TEXT NOT NULL,
+  state INTEGER NOT NULL DEFAULT 0,
+  display_name TEXT NOT NULL DEFAULT '',
+  proto BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS resources_by_parent ON resources (kind, parent, seq);
+CREATE INDEX IF NOT EXISTS resources_by_state ON resources (kind, parent, state, seq);
+CREATE INDEX IF NOT EXISTS resources_by_display_name ON resources (kind, parent, display_name, seq);
+CREATE TABLE IF NOT EXISTS resource_labels (
+  name TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name, key)
+);
+CREATE INDEX IF NOT EXISTS resource_labels_by_value ON resource_labels (key, value, name);
+"""
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A collection of resources: ``collection`` as in their names (``customJobs``), the
+    proto-plus ``message``, what a message calls it (``CustomJob``), and the enum whose
+    member names a ``state=`` filter takes (None: the kind has no state)."""
+
+    collection: str
+    message: Any
+    label: str
+    states: Any = None
+    state_field: str = "state"
+
+    def state_of(self, resource: Any) -> int:
+        return int(getattr(resource, self.state_field, 0) or 0) if self.states else 0
+
+    def state_value(self, name: str) -> int:
+        member = self.states.__members__.get(name) if self.states is not None else None
+        return int(member) if member is not None else -1
+
+    def stamps_updates(self) -> bool:
+        return "update_time" in self.message.meta.fields
+
+
+class AlreadyExists(KeyError):
+    """A resource of that name is stored already."""
+
+
+def _labels(resource: Any) -> dict[str, str]:
+    labels = getattr(resource, "labels", None)
+    return dict(labels.items()) if labels is not None else {}
+
+
+class Records:
+    """The resources of one emulator; updates are read-modify-write under one lock."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        db.executescript(_SCHEMA)
+        self._lock = threading.RLock()
+
+    def insert(self, kind: Kind, parent: str, resource: Any) -> Any:
+        """Store ``resource`` (its ``name`` set) under ``parent``; :class:`AlreadyExists` when
+        its name is taken."""
+        try:
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "INSERT INTO resources (kind, name, parent, state, display_name, proto) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        kind.collection,
+                        resource.name,
+                        parent,
+                        kind.state_of(resource),
+                        getattr(resource, "display_name", ""),
+                        kind.message.serialize(resource),
+                    ),
+                )
+                self._set_labels(conn, resource.name, _labels(resource))
+        except sqlite3.IntegrityError:
+            raise AlreadyExists(resource.name) from None
+        return resource
+
+    @staticmethod
+    def _set_labels(conn: sqlite3.Connection, name: str, labels: dict[str, str]) -> None:
+        conn.execute("DELETE FROM resource_labels WHERE name = ?", (name,))
+        conn.executemany(
+            "INSERT INTO resource_labels (name, key, value) VALUES (?, ?, ?)",
+            [(name, key, value) for key, value in labels.items()],
+        )
+
+    def get(self, kind: Kind, name: str) -> Any | None:
+        rows = self.db.execute(
+            "SELECT proto FROM resources WHERE name = ? AND kind = ?", (name, kind.collection)
+        )
+        return kind.message.deserialize(rows[0]["proto"]) if rows else None
+
+    def require(self, kind: Kind, name: str) -> Any:
+        """The stored resource; KeyError when there is none."""
+        found = self.get(kind, name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def update(self, kind: Kind, name: str, change: Callable[[Any], None]) -> Any:
+        """Apply ``change`` to the stored resource, stamp ``update_time``, store and return it."""
+        with self._lock:
+            resource = self.require(kind, name)
+            before = _labels(resource)
+            change(resource)
+            if kind.stamps_updates():
+                resource.update_time = now()
+            with self.db.transaction() as conn:
+                conn.execute(
+                    "UPDATE resources SET state = ?, display_name = ?, proto = ? WHERE name = ?",
+                    (
+                        kind.state_of(resource),
+                        getattr(resource, "display_name", ""),
+                        kind.message.serialize(resource),
+                        name,
+                    ),
+                )
+                after = _labels(resource)
+                if after != before:
+                    self._set_labels(conn, name, after)
+            return resource
+
+    def delete(self, kind: Kind, name: str) -> bool:
+        """Remove the resource; False when there was none."""
+        with self.db.transaction() as conn:
+            gone = conn.execute(
+                "DELETE FROM resources WHERE name = ? AND kind = ?", (name, kind.collection)
+            ).rowcount
+            conn.execute("DELETE FROM resource_labels WHERE name = ?", (name,))
+        return bool(gone)
+
+    def page(
+        self, kind: Kind, parent: str, *, filter: str = "", page_size: int = 0, page_token: str = ""
+    ) -> tuple[list[Any], str]:
+        """One page of ``kind`` under ``parent`` that match ``filter``, in creation order,
+        and the next page token ("" on the last page). Bad filters and tokens raise
+        :class:`trainpool.errors.InputError`."""
+        conditions = paging.parse_filter(filter)
+        size = paging.page_size(page_size)
+        where, params = paging.to_sql(conditions, "resources", "resource_labels", kind.state_value)
+        rows = self.db.execute(
+            "SELECT seq, proto FROM resources WHERE kind = ? AND parent = ? AND seq > ?"
+            f"{where} ORDER BY seq LIMIT ?",
+            [kind.collection, parent, paging.page_after(page_token), *params, size + 1],
+        )
+        token = str(rows[size - 1]["seq"]) if len(rows) > size else ""
+        return [kind.message.deserialize(row["proto"]) for row in rows[:size]], token
+
+    def names(
+        self, kind: Kind, *, states: Iterable[int] | None = None, not_states: Iterable[int] = ()
+    ) -> list[str]:
+        """Names of ``kind`` (in creation order) whose state is in ``states`` (None: any) and
+        not in ``not_states``."""
+        sql = "SELECT name FROM resources WHERE kind = ?"
+        params: list[Any] = [kind.collection]
+        for chosen, op in ((states, "IN"), (not_states, "NOT IN")):
+            if chosen is None:
+                continue
+            values = [int(v) for v in chosen]
+            sql += f" AND state {op} ({','.join('?' * len(values))})"
+            params += values
+        rows = self.db.execute(sql + " ORDER BY seq", params)
+        return [row["name"] for row in rows]

@@ -1,0 +1,1 @@
+"""HyperparameterTuningJobs: trials as CustomJobs, their parameters and their rules."""

@@ -1,0 +1,147 @@
+"""Choosing the parameters of each trial: the exact grid, random search, or optuna's TPE.
+
+Vertex's default algorithm is Vizier (Bayesian optimisation); locally the default
+is optuna's TPE sampler, and the job log says so. Conditional parameters are
+suggested only when their parent's value matches. Values keep Vertex's types:
+DOUBLE and DISCRETE are floats, INTEGER ints, CATEGORICAL strings.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Literal
+
+import optuna
+
+Params = dict[str, Any]
+
+ALGORITHM_NOTES = {
+    "GRID_SEARCH": "GRID_SEARCH: every point of the grid, in order",
+    "RANDOM_SEARCH": "RANDOM_SEARCH: optuna's RandomSampler",
+    "ALGORITHM_UNSPECIFIED": (
+        "ALGORITHM_UNSPECIFIED: Vertex uses Vizier (Bayesian optimisation); "
+        "locally optuna's TPE sampler stands in for it"
+    ),
+}
+
+
+def _values(spec: dict[str, Any]) -> list[Any]:
+    """The finite value list of an INTEGER, DISCRETE or CATEGORICAL parameter."""
+    if "integerValueSpec" in spec:
+        bounds = spec["integerValueSpec"]
+        return list(range(int(bounds["minValue"]), int(bounds["maxValue"]) + 1))
+    if "discreteValueSpec" in spec:
+        return [float(v) for v in spec["discreteValueSpec"]["values"]]
+    return [str(v) for v in spec["categoricalValueSpec"]["values"]]
+
+
+def _children(spec: dict[str, Any], value: Any) -> list[dict[str, Any]]:
+    """The conditional parameter specs that apply when ``spec``'s parameter is ``value``."""
+    chosen = []
+    for cond in spec.get("conditionalParameterSpecs", []):
+        for key in ("parentIntValues", "parentDiscreteValues", "parentCategoricalValues"):
+            allowed = cond.get(key, {}).get("values")
+            if allowed is None:
+                continue
+            if key == "parentCategoricalValues":
+                hit = value in [str(v) for v in allowed]
+            else:
+                hit = any(math.isclose(float(value), float(v)) for v in allowed)
+            if hit:
+                chosen.append(cond["parameterSpec"])
+    return chosen
+
+
+def grid(parameters: list[dict[str, Any]]) -> list[Params]:
+    """Every point of the grid, first parameter slowest, conditional parameters expanded."""
+    points: list[Params] = [{}]
+    for spec in parameters:
+        points = [{**point, **choice} for point in points for choice in _expand(spec)]
+    return points
+
+
+def _expand(spec: dict[str, Any]) -> list[Params]:
+    choices = []
+    for value in _values(spec):
+        base = {spec["parameterId"]: value}
+        children = _children(spec, value)
+        for combo in itertools.product(*[_expand(child) for child in children]):
+            point = dict(base)
+            for part in combo:
+                point.update(part)
+            choices.append(point)
+    return choices
+
+
+def _suggest(trial: optuna.Trial, spec: dict[str, Any], params: Params) -> None:
+    pid = spec["parameterId"]
+    scale = spec.get("scaleType", "SCALE_TYPE_UNSPECIFIED")
+    if "doubleValueSpec" in spec:
+        low = float(spec["doubleValueSpec"]["minValue"])
+        high = float(spec["doubleValueSpec"]["maxValue"])
+        if scale == "UNIT_REVERSE_LOG_SCALE":
+            value = low + high - trial.suggest_float(f"{pid}/reverse", low, high, log=True)
+        else:
+            value = trial.suggest_float(pid, low, high, log=scale == "UNIT_LOG_SCALE")
+    elif "integerValueSpec" in spec:
+        bounds = spec["integerValueSpec"]
+        low, high = int(bounds["minValue"]), int(bounds["maxValue"])
+        value = trial.suggest_int(pid, low, high, log=scale == "UNIT_LOG_SCALE")
+    else:
+        value = trial.suggest_categorical(pid, _values(spec))
+    params[pid] = value
+    for child in _children(spec, value):
+        _suggest(trial, child, params)
+
+
+class Search:
+    """Asks for each trial's parameters and is told each trial's measurement."""
+
+    def __init__(self, study_spec: dict[str, Any], seed: int = 0) -> None:
+        self.parameters = study_spec["parameters"]
+        self.algorithm = str(study_spec.get("algorithm", "ALGORITHM_UNSPECIFIED"))
+        self.goal = study_spec["metrics"][0].get("goal", "MAXIMIZE")
+        self._grid = grid(self.parameters) if self.algorithm == "GRID_SEARCH" else None
+        sampler: optuna.samplers.BaseSampler = (
+            optuna.samplers.RandomSampler(seed=seed)
+            if self.algorithm == "RANDOM_SEARCH"
+            else optuna.samplers.TPESampler(seed=seed)
+        )
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        direction: Literal["maximize", "minimize"] = (
+            "maximize" if self.goal == "MAXIMIZE" else "minimize"
+        )
+        self._study = optuna.create_study(sampler=sampler, direction=direction)
+        self._asked: dict[int, optuna.Trial] = {}
+        self._count = 0
+
+    @property
+    def note(self) -> str:
+        return ALGORITHM_NOTES.get(self.algorithm, self.algorithm)
+
+    def ask(self) -> tuple[int, Params] | None:
+        """``(number, params)`` of the next trial; None when the grid is exhausted."""
+        number = self._count
+        if self._grid is not None:
+            if number >= len(self._grid):
+                return None
+            self._count += 1
+            return number, dict(self._grid[number])
+        trial = self._study.ask()
+        params: Params = {}
+        for spec in self.parameters:
+            _suggest(trial, spec, params)
+        self._asked[number] = trial
+        self._count += 1
+        return number, params
+
+    def tell(self, number: int, value: float | None) -> None:
+        """The measurement of trial ``number`` (None: the trial failed)."""
+        trial = self._asked.pop(number, None)
+        if trial is None:
+            return
+        if value is None:
+            self._study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        else:
+            self._study.tell(trial, value)

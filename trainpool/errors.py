@@ -1,0 +1,48 @@
+"""The one shape of a bad-input error: a list of problems, each naming a field.
+
+Every error trainpool raises for input a person or a client got wrong (a cluster request,
+a pipeline parameter, a ``gs://`` URI, a submit target, a study, a build context) is an
+:class:`InputError`: a ``ValueError`` whose ``problems`` each say what is wrong, where, and
+what would be accepted, and whose ``str()`` is one problem per line. Callers that gather
+problems from several checks (``trainpool submit``, the emulator's request checks) add up
+``problems``; nothing needs to parse a message.
+
+Standard library only, and nothing of trainpool's, so every layer may raise it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input: ``field`` is its path, ``message`` says value and fix."""
+
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+    @classmethod
+    def parse(cls, line: str) -> Problem:
+        """A ``"field: message"`` line as a problem (a line without ``": "`` has no field)."""
+        field, sep, message = line.partition(": ")
+        return cls(field, message) if sep else cls("", line)
+
+
+class InputError(ValueError):
+    """Bad input; ``problems`` each name a field, ``str()`` is one problem per line."""
+
+    def __init__(self, problems: Iterable[Problem | str] | Problem | str) -> None:
+        if isinstance(problems, Problem | str):
+            problems = [problems]
+        self.problems = [p if isinstance(p, Problem) else Problem.parse(p) for p in problems]
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+    @classmethod
+    def of(cls, field: str, message: str) -> InputError:
+        """One problem: ``field: message``."""
+        return cls([Problem(field, message)])

@@ -1,0 +1,135 @@
+"""The local store: one directory, and every path in it, named once.
+
+``TRAINPOOL_HOME`` (default ``./.trainpool``, :func:`trainpool.config.default_root`) or an
+emulator's ``--root`` is one directory that holds everything local: the emulator's state,
+the local Cloud Storage, the local image store, the local runs' transcripts. Every layer
+that reads or writes there (the emulator, the local run, the image store, the CLI) asks a
+:class:`Home` for the path, so the layout is written here and nowhere else::
+
+    <root>/emulator.sqlite          the emulator's records
+    <root>/emulator.lock            held by the one emulator of the root (pid, addresses)
+    <root>/emulator.sock            its Unix socket (mode 0600)
+    <root>/gcs/BUCKET/OBJECT        local Cloud Storage (``cluster_env.gcs.to_path``)
+    <root>/storage-uploads/         the Cloud Storage door's uploads in progress
+    <root>/images/                  the local image store (``images.local_store``)
+    <root>/jobs/<job id>/           a job's files (:class:`JobFiles`)
+    <root>/pipelines/<job id>/      a PipelineJob's spec and run log
+    <root>/builds/<build id>/       a Cloud Build's log
+    <root>/localrun/<run>/          a local run's resolved YAML, work folder and transcript
+
+Standard library and ``trainpool.config`` only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainpool.config import default_root
+
+PRIMARY_REPLICA = "workerpool0-0"
+"""The replica whose metric file is a trial's measurement (Vertex reads the chief's)."""
+
+
+@dataclass(frozen=True)
+class JobFiles:
+    """The files of one job (or one trial of a sweep) under ``<root>/jobs/``::
+
+    job.log                         the emulator's notes on the job
+    workerpoolP-I.log               each replica's output
+    hypertune/workerpoolP-I.metrics each replica's CLOUD_ML_HP_METRIC_FILE
+    home/workerpoolP-I/             each replica's HOME
+    workerpoolP-site/               pool P's installed pythonPackageSpec packages
+    trial-<n>/                      a sweep's trial, with the same files
+    """
+
+    dir: Path
+
+    @property
+    def log(self) -> Path:
+        """The emulator's own notes on the job."""
+        return self.dir / "job.log"
+
+    def replica_log(self, replica: str) -> Path:
+        return self.dir / f"{replica}.log"
+
+    def metric_file(self, replica: str = PRIMARY_REPLICA) -> Path:
+        return self.dir / "hypertune" / f"{replica}.metrics"
+
+    def replica_home(self, replica: str) -> Path:
+        return self.dir / "home" / replica
+
+    def package_site(self, pool: int) -> Path:
+        return self.dir / f"workerpool{pool}-site"
+
+    def trial(self, trial_id: str | int) -> JobFiles:
+        return JobFiles(self.dir / f"trial-{trial_id}")
+
+    def log_files(self) -> list[Path]:
+        """Every log of the job: job.log first, then replicas, then trials in number order."""
+
+        def order(path: Path) -> tuple[int, int, str]:
+            rel = path.relative_to(self.dir)
+            trial = int(rel.parts[0].split("-", 1)[1]) if len(rel.parts) > 1 else 0
+            return (trial, 0 if path.name == "job.log" else 1, path.name)
+
+        found = list(self.dir.glob("*.log")) + list(self.dir.glob("trial-*/*.log"))
+        return sorted(found, key=order)
+
+    def replica_logs(self) -> list[Path]:
+        """The replicas' logs of the job itself (not its trials'), by name."""
+        return sorted(self.dir.glob("workerpool*-*.log"))
+
+
+@dataclass(frozen=True)
+class Home:
+    """Every path under one local store root."""
+
+    root: Path
+
+    @classmethod
+    def default(cls) -> Home:
+        """``$TRAINPOOL_HOME``, else ``./.trainpool``."""
+        return cls(default_root())
+
+    def resolved(self) -> Home:
+        return Home(self.root.resolve())
+
+    @property
+    def database(self) -> Path:
+        return self.root / "emulator.sqlite"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "emulator.lock"
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "emulator.sock"
+
+    @property
+    def gcs(self) -> Path:
+        """``gs://BUCKET/PATH`` lives at ``gcs / BUCKET / PATH``."""
+        return self.root / "gcs"
+
+    @property
+    def storage_uploads(self) -> Path:
+        return self.root / "storage-uploads"
+
+    @property
+    def images(self) -> Path:
+        return self.root / "images"
+
+    @property
+    def localrun(self) -> Path:
+        return self.root / "localrun"
+
+    def job(self, job_id: str) -> JobFiles:
+        return JobFiles(self.root / "jobs" / job_id)
+
+    def pipeline_run(self, job_id: str) -> Path:
+        """A PipelineJob's folder: ``pipeline.json`` (its spec) and ``run.log``."""
+        return self.root / "pipelines" / job_id
+
+    def build_log(self, build_id: str) -> Path:
+        return self.root / "builds" / build_id / "log.txt"

@@ -1,0 +1,266 @@
+"""One run of a compiled pipeline YAML under kfp.local, against the emulator.
+
+What Vertex AI Pipelines does before and around a run, the run does too:
+
+- the run's project and location replace the Google Cloud placeholders
+  (``spec.placeholders``), in a resolved copy of the YAML kept with the transcript;
+- a local ``source_dir`` parameter is packed and uploaded under the pipeline root
+  (``images.sources``), and the tasks get its ``gs://`` URI;
+- the pipeline root is a ``gs://`` URI in the local store, so artifacts have the
+  Cloud Storage names they would have on Vertex;
+- each task runs outside the checkout, with the components image's environment
+  (:mod:`trainpool.kfprun.task_env`), and the run's labels
+  (``VERTEX_AI_PIPELINES_RUN_LABELS``, :data:`RUN_LABEL`), which their jobs carry.
+
+The YAML is then called under ``kfp.local.init(SubprocessRunner(use_venv=False))``: each
+lightweight component runs as a subprocess of this interpreter, against the emulator
+``VERTEX_AI_EMULATOR_HOST`` names. Everything kfp.local prints, its warnings and log records
+included, goes to the transcript. SIGTERM or SIGINT stops the tasks and ends the run
+CANCELLED (:mod:`trainpool.kfprun.interrupt`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from trainpool import config
+from trainpool.cluster_env import gcs
+from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
+from trainpool.home import Home
+from trainpool.images import sources
+from trainpool.kfprun import interrupt
+from trainpool.kfprun.task_env import image_environ, task_environ
+from trainpool.kfprun.tasklog import TaskLog, TaskState
+from trainpool.spec import placeholders
+from trainpool.spec.pipeline_params import (
+    coerce_values,
+    load_pipeline_spec,
+    pipeline_defaults,
+    pipeline_inputs,
+)
+
+RUN_LABEL = "trainpool-local-run"
+"""The label every job of a local run carries: the run's id."""
+
+
+@dataclass
+class Execution:
+    """What a run did: ``state`` is ``SUCCEEDED``, ``FAILED`` or ``CANCELLED``
+    (``signal``: the SIGTERM or SIGINT that cancelled it)."""
+
+    pipeline: str
+    state: str
+    outputs: dict[str, Any]
+    seconds: float
+    transcript: Path
+    run_dir: Path | None
+    error: str = ""
+    tasks: list[TaskState] = field(default_factory=list)
+    signal: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "SUCCEEDED"
+
+
+@contextlib.contextmanager
+def patched_environ(updates: Mapping[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in updates}
+    os.environ.update(updates)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def run_labels(run_id: str) -> str:
+    """``VERTEX_AI_PIPELINES_RUN_LABELS`` for the tasks: any set already, plus the run's."""
+    raw = os.environ.get("VERTEX_AI_PIPELINES_RUN_LABELS", "").strip()
+    try:
+        labels = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        labels = {}
+    return json.dumps({**(labels if isinstance(labels, dict) else {}), RUN_LABEL: run_id})
+
+
+def _plain(value: Any) -> Any:
+    """Outputs as JSON-ready values: artifacts become ``{uri, metadata}``."""
+    from kfp import dsl
+
+    if isinstance(value, dsl.Artifact):
+        return {"artifact": value.schema_title, "uri": value.uri, "metadata": dict(value.metadata)}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _to(log: TaskLog) -> Any:
+    def show(message: Any, category: Any, filename: str, lineno: int, *_: Any) -> None:
+        log.write(warnings.formatwarning(message, category, filename, lineno))
+
+    return show
+
+
+@contextlib.contextmanager
+def to_transcript(log: TaskLog) -> Iterator[None]:
+    """kfp.local's prints, warnings and log records (stdout and stderr) into the transcript."""
+    import logging
+
+    handler = logging.StreamHandler(log)
+    logging.getLogger().addHandler(handler)
+    try:
+        with (
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+        ):
+            warnings.simplefilter("always")
+            warnings.showwarning = _to(log)
+            yield
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+
+@contextlib.contextmanager
+def task_surroundings(workdir: Path, environ: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, new subprocesses (kfp.local's tasks) start in ``workdir``, with
+    ``environ``."""
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    os.environ.clear()
+    os.environ.update(environ)
+    os.chdir(workdir)
+    try:
+        yield
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+def _executor_image(spec: Mapping[str, Any]) -> str:
+    executors = spec.get("deploymentSpec", {}).get("executors", {})
+    images = {e.get("container", {}).get("image", "") for e in executors.values()}
+    return images.pop() if len(images) == 1 else ""
+
+
+class Run:
+    """One run of ``pipeline_path`` with ``params`` (typed again against its inputs) as
+    ``project``'s run in ``location``, its outputs under ``pipeline_root`` (``gs://`` in the
+    local store of ``home``).
+
+    Preparing it (the constructor) checks the input, writes the resolved YAML and uploads a
+    local ``source_dir``; bad input (a parameter, a ``source_dir`` that is not a folder, a
+    pipeline root that is not a ``gs://`` URI) raises ValueError before anything runs.
+    """
+
+    def __init__(
+        self,
+        pipeline_path: str | Path,
+        params: Mapping[str, Any],
+        home: Home,
+        *,
+        project: str,
+        location: str,
+        pipeline_root: str,
+        run_id: str = "",
+    ) -> None:
+        spec = load_pipeline_spec(pipeline_path)
+        self.values = coerce_values(params, pipeline_inputs(spec))
+        self.pipeline = str(spec["pipelineInfo"]["name"])
+        self.home = home.resolved()
+        self.home.root.mkdir(parents=True, exist_ok=True)
+        self.pipeline_root = Path(gcs.to_path(pipeline_root, self.home.gcs, "pipeline_root"))
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        self.run_id = run_id or f"{stamp}-{os.getpid()}"
+        self.run_dir = self.home.localrun / f"{self.pipeline}-{stamp}"
+        (self.run_dir / "work").mkdir(parents=True)
+        self.transcript = self.run_dir.with_suffix(".log")
+        self.resolved = self.run_dir / "pipeline.yaml"
+        self.resolved.write_text(
+            placeholders.resolve(
+                Path(pipeline_path).read_text(encoding="utf-8"), project, location
+            ),
+            encoding="utf-8",
+        )
+        with patched_environ({LOCAL_ROOT_ENV: str(self.home.gcs)}):
+            for param in sources.SOURCE_PARAMETERS:
+                if self.values.get(param):
+                    self.values[param] = sources.upload_param(
+                        param, str(self.values[param]), pipeline_root
+                    )
+        self.spec = load_pipeline_spec(self.resolved)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The run's parameters: the pipeline's defaults (resolved), then its values."""
+        return {**pipeline_defaults(self.spec), **self.values}
+
+    def execute(
+        self,
+        around: Callable[[TaskLog], AbstractContextManager[Any]] | None = None,
+        on_cancel: Callable[[], None] | None = None,
+    ) -> Execution:
+        """Run the tasks; a failed task gives a FAILED execution rather than an exception.
+
+        ``around(log)`` is entered while the tasks run (a live display, a job watch);
+        ``on_cancel`` is called after a SIGTERM/SIGINT stopped them (to cancel the run's jobs).
+        """
+        from kfp import components, local
+
+        component = components.load_component_from_file(str(self.resolved))
+        started = time.monotonic()
+        outputs: dict[str, Any] = {}
+        error = ""
+        with contextlib.ExitStack() as stack:
+            env = {
+                config.HOME_ENV: str(self.home.root),
+                LOCAL_ROOT_ENV: str(self.home.gcs),
+                "VERTEX_AI_PIPELINES_RUN_LABELS": run_labels(self.run_id),
+            }
+            stack.enter_context(patched_environ(env))
+            log = TaskLog(stack.enter_context(open(self.transcript, "w", encoding="utf-8")))
+            if around is not None:
+                stack.enter_context(around(log))
+            image_env = image_environ(_executor_image(self.spec), self.home.root)
+            environ = task_environ(os.environ, image_env, self.run_dir / "home")
+            signals_seen = stack.enter_context(interrupt.handed_on())
+            try:
+                with to_transcript(log), task_surroundings(self.run_dir / "work", environ):
+                    local.init(
+                        local.SubprocessRunner(use_venv=False),
+                        pipeline_root=str(self.pipeline_root),
+                    )
+                    task = component(**self.values)
+                outputs = {key: _plain(value) for key, value in task.outputs.items()}
+            except (RuntimeError, interrupt.Interrupted) as err:
+                error = TaskLog.plain(str(err))
+            if signals_seen:
+                error = f"cancelled by {signal.Signals(signals_seen[0]).name}"
+                if on_cancel is not None:
+                    on_cancel()
+        return Execution(
+            pipeline=self.pipeline,
+            state=("CANCELLED" if signals_seen else "FAILED") if error else "SUCCEEDED",
+            outputs=outputs,
+            seconds=time.monotonic() - started,
+            transcript=self.transcript,
+            run_dir=log.run_dir,
+            error=error,
+            tasks=log.snapshot(),
+            signal=signals_seen[0] if signals_seen else None,
+        )

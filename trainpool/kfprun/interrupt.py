@@ -1,0 +1,73 @@
+"""SIGTERM and SIGINT during a local run: stop the run's tasks, then cancel its jobs.
+
+kfp.local runs each task as a child process (``sh`` starting Python) and waits
+for it, so the signal is handed on to the task's whole process tree: this
+process's descendants in its own process group (the emulator's replicas run in
+sessions of their own and are not touched). A task that launched a job cancels it
+on SIGTERM; whatever job is left is cancelled by the caller once kfp.local returns
+(no RPC runs in a signal handler): ``trainpool run --local`` cancels its run's jobs, the
+emulator those of a PipelineJob it runs.
+With no task running, the handler raises :class:`trainpool.signals.Interrupted` so
+kfp.local starts no further task.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+from trainpool.signals import Interrupted
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def task_processes() -> list[int]:
+    """Pids of this process's descendants in its own process group (Linux ``/proc``)."""
+    group = os.getpgrp()
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group:
+            children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    found, todo = [], [os.getpid()]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
+@contextmanager
+def handed_on() -> Iterator[list[int]]:
+    """Within the block, SIGTERM/SIGINT go on to the running tasks; yields the signals seen."""
+    seen: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        first = not seen
+        seen.append(signum)
+        children = task_processes()
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        if first and not children:
+            raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, handle) for sig in _SIGNALS}
+    try:
+        yield seen
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

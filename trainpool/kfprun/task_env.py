@@ -1,0 +1,49 @@
+"""Where and with what environment a local pipeline task runs: as on Vertex, not as in your shell.
+
+On Vertex AI Pipelines a task runs in the components image: its working directory
+and environment are the image's, plus what Vertex sets. Locally each task is a
+subprocess of ``trainpool run --local`` (kfp.local), so the run gives it the same:
+
+- the working directory is the run's own empty folder ``<root>/localrun/<run>/work``,
+  never the checkout, so a task that reads a path that exists only in your checkout
+  fails here as it would on Vertex;
+- the environment is what a replica starts from (``cluster_env.host``, the one rule for
+  both: ``PATH`` with the interpreter first, a fresh ``HOME`` of the run's, ``LANG``), the
+  components image's declared ENV (when the image is in the local image store), and the
+  variables that point trainpool at the local emulator and store. Credentials,
+  ``PYTHONPATH``, cloud settings and everything else in your shell stay out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from trainpool import config
+from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
+from trainpool.cluster_env.host import base_env
+from trainpool.images import local_store
+
+LOCAL_SERVICE_VARIABLES = (
+    config.EMULATOR_ENV,
+    config.HOME_ENV,
+    LOCAL_ROOT_ENV,
+    "STORAGE_EMULATOR_HOST",
+    "VERTEX_AI_PIPELINES_RUN_LABELS",  # Vertex gives tasks the run's labels
+)
+"""What points trainpool's clients at the local emulator and store instead of Google Cloud."""
+
+
+def image_environ(image_uri: str, root: Path) -> dict[str, str]:
+    """The ENV the image declares, when it is in the local image store at ``root``."""
+    found = local_store.lookup(image_uri, root) if image_uri else None
+    return dict(found.env) if found is not None else {}
+
+
+def task_environ(
+    host: Mapping[str, str], image_env: Mapping[str, str], home: Path
+) -> dict[str, str]:
+    """The environment of a local task: a replica's start, the image's ENV, local services."""
+    env = base_env(home, dict(image_env))
+    env.update({name: host[name] for name in LOCAL_SERVICE_VARIABLES if host.get(name)})
+    return env

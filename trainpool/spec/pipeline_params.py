@@ -1,0 +1,178 @@
+"""A compiled pipeline's parameters: ``--param NAME=VALUE`` typed by the pipeline's own inputs.
+
+Both a local run (``trainpool run --local``, ``trainpool.kfprun``) and ``trainpool submit``
+read parameters this way, so the two agree on what a value means.
+
+A compiled pipeline declares each input's ``parameterType`` under
+``root.inputDefinitions.parameters``. A value is parsed as JSON where the type
+needs it, then checked against that type, so ``--param workers=3`` stays the
+integer 3 for a ``NUMBER_INTEGER`` input and the text ``"3"`` for a ``STRING``.
+Strings are taken verbatim. Values that crossed a protobuf ``Value`` (where
+every number is a double) are typed again with :func:`coerce_values`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainpool.errors import InputError
+
+_ACCEPTED = {
+    "STRING": "any text (taken verbatim)",
+    "NUMBER_INTEGER": "a whole number such as 3",
+    "NUMBER_DOUBLE": "a number such as 0.5",
+    "BOOLEAN": "true or false",
+    "LIST": 'a JSON list such as ["a", 1]',
+    "STRUCT": 'a JSON object such as {"key": 1}',
+}
+
+
+class ParamError(InputError):
+    """One or more bad parameters; ``str()`` is one problem per line."""
+
+
+def load_pipeline_spec(path: str | Path) -> dict[str, Any]:
+    """The PipelineSpec of a compiled pipeline YAML (its first document)."""
+    with open(path, encoding="utf-8") as handle:
+        spec = next(yaml.safe_load_all(handle), None)
+    if not isinstance(spec, dict) or "root" not in spec or "pipelineInfo" not in spec:
+        raise ValueError(
+            f"{path}: not a compiled KFP pipeline; accepted: the YAML that `kfp` "
+            "or `trainpool compile` writes (with 'pipelineInfo' and 'root')"
+        )
+    return spec
+
+
+def pipeline_inputs(spec: Mapping[str, Any]) -> dict[str, str]:
+    """``{parameter name: parameterType}`` of the pipeline's parameter inputs."""
+    params = spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {})
+    return {name: str(p.get("parameterType", "STRING")) for name, p in params.items()}
+
+
+def pipeline_defaults(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The declared defaults, typed (an INT default is compiled as ``1.0``)."""
+    params = spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {})
+    defaults = {name: p["defaultValue"] for name, p in params.items() if "defaultValue" in p}
+    return coerce_values(defaults, pipeline_inputs(spec))
+
+
+def parse_params(pairs: Iterable[str], inputs: Mapping[str, str]) -> dict[str, Any]:
+    """Parse ``NAME=VALUE`` strings into typed values.
+
+    Raises :class:`ParamError` listing every problem at once.
+    """
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            problems.append(f"--param {pair!r}: expected NAME=VALUE, e.g. --param worker_count=2")
+            continue
+        if name in values:
+            problems.append(f"--param {name}: given twice; accepted: each parameter once")
+            continue
+        if name not in inputs:
+            problems.append(_unknown(name, inputs))
+            continue
+        try:
+            values[name] = _typed(inputs[name], text, from_text=True)
+        except ValueError:
+            problems.append(_wrong_type(name, text, inputs[name]))
+    if problems:
+        raise ParamError(problems)
+    return values
+
+
+def coerce_values(values: Mapping[str, Any], inputs: Mapping[str, str]) -> dict[str, Any]:
+    """Type already-decoded values (e.g. from a protobuf ``Value``): ``3.0`` → ``3`` for INT."""
+    typed: dict[str, Any] = {}
+    problems: list[str] = []
+    for name, value in values.items():
+        if name not in inputs:
+            problems.append(_unknown(name, inputs))
+            continue
+        try:
+            typed[name] = _typed(inputs[name], value, from_text=False)
+        except ValueError:
+            problems.append(_wrong_type(name, value, inputs[name]))
+    if problems:
+        raise ParamError(problems)
+    return typed
+
+
+def _typed(kind: str, raw: Any, *, from_text: bool) -> Any:
+    if kind == "STRING":
+        if from_text or isinstance(raw, str):
+            return str(raw)
+        raise ValueError(kind)
+    value = _json(raw) if from_text else raw
+    check = _CHECKS.get(kind)
+    if check is None:
+        return value
+    return check(value)
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        if text.strip().lower() in ("true", "false"):
+            return text.strip().lower() == "true"
+        return text
+
+
+def _integer(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("NUMBER_INTEGER")
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError("NUMBER_INTEGER")
+    return int(value)
+
+
+def _double(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("NUMBER_DOUBLE")
+    return float(value)
+
+
+def _boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("BOOLEAN")
+    return value
+
+
+def _of(kind: type, name: str) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if not isinstance(value, kind):
+            raise ValueError(name)
+        return value
+
+    return check
+
+
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "NUMBER_INTEGER": _integer,
+    "NUMBER_DOUBLE": _double,
+    "BOOLEAN": _boolean,
+    "LIST": _of(list, "LIST"),
+    "STRUCT": _of(dict, "STRUCT"),
+}
+
+
+def _unknown(name: str, inputs: Mapping[str, str]) -> str:
+    close = difflib.get_close_matches(name, list(inputs), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    accepted = ", ".join(sorted(inputs)) or "none (the pipeline takes no parameters)"
+    return f"--param {name}: the pipeline has no such parameter{hint}; accepted: {accepted}"
+
+
+def _wrong_type(name: str, value: Any, kind: str) -> str:
+    accepted = _ACCEPTED.get(kind, kind)
+    return f"--param {name}={value!s}: {name} is {kind}; accepted: {accepted}"
