@@ -154,3 +154,15 @@ def test_kfp_locals_python_swap_leaves_the_executor_inputs_json_alone() -> None:
         "--executor_input",
         spec,
     ]
+
+
+def test_the_readmes_command_runs_a_gcpc_pipeline(served: object, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from trainpool.cli import app
+
+    pipeline = compile_fixture("gcpc_custom_job", tmp_path)
+    done = CliRunner().invoke(app, ["run", str(pipeline), "--local"])
+    assert done.exit_code == 0, done.output
+    assert "pipeline gcpc-custom-job SUCCEEDED" in done.output
+    assert "CustomJob projects/local-project/locations/us-central1/customJobs/" in done.output
