@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "internals.md"
-STDLIB_ONLY = ("errors", "config", "signals", "home", "cluster_env", "runtime")
+STDLIB_ONLY = ("errors", "config", "signals", "home", "cluster_env", "runtime", "redirect")
 _IN_STRING = re.compile(r"(?:from|import)\s+(trainpool(?:\.\w+)*)|-m\s+(trainpool(?:\.\w+)*)")
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainpool.config import default_root
+from trainpool.config import default_root, emulator_host
 
 PRIMARY_REPLICA = "workerpool0-0"
 """The replica whose metric file is a trial's measurement (Vertex reads the chief's)."""
@@ -133,3 +133,45 @@ class Home:
 
     def build_log(self, build_id: str) -> Path:
         return self.root / "builds" / build_id / "log.txt"
+
+
+DESCRIBE_METHOD = "/trainpool.emulator.v1.Local/Describe"
+"""The emulator's own RPC that names its root and its Cloud Storage door (JSON answer)."""
+
+
+@dataclass(frozen=True)
+class Served:
+    """What an emulator says of itself: its store and its Cloud Storage door ("" if none)."""
+
+    home: Home
+    storage_address: str
+
+
+def served_by(address: str, timeout_s: float = 10.0) -> Served:
+    """Ask the emulator at ``address`` (``unix:PATH`` or ``127.0.0.1:PORT``) where its store
+    is: one truth for every client, whatever ``TRAINPOOL_HOME`` says. OSError naming the
+    address when it does not answer."""
+    import json
+
+    import grpc
+
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(DESCRIBE_METHOD)
+        try:
+            raw = call(b"", timeout=timeout_s)
+        except grpc.RpcError as err:
+            raise OSError(
+                f"the emulator at {address} did not say where its store is: {err.code().name} "
+                f"{err.details()}; accepted: an emulator this trainpool started"
+            ) from err
+    answer = json.loads(raw)
+    return Served(Home(Path(answer["root"])), str(answer.get("storage_address") or ""))
+
+
+def current(root: Path | str | None = None) -> Home:
+    """The store a command works in: ``root`` when given, else the store of the emulator
+    ``VERTEX_AI_EMULATOR_HOST`` names (asked, :func:`served_by`), else ``$TRAINPOOL_HOME``."""
+    if root is not None:
+        return Home(Path(root))
+    named = emulator_host()
+    return served_by(named).home if named is not None else Home.default()

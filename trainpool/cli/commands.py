@@ -21,6 +21,7 @@ from trainpool.cli import (
     submit,
 )
 from trainpool.cli import compile as compile_
+from trainpool.cli import exec as exec_
 
 app = typer.Typer(
     name="trainpool",
@@ -35,6 +36,7 @@ MODULES = (
     catalog,  # catalog
     env,  # env
     emulator,  # emulator
+    exec_,  # exec -- COMMAND
     jobs,  # jobs list|describe|logs|cancel|preempt|report
     build,  # build-image
     compile_,  # compile [--check]

@@ -105,9 +105,9 @@ def logs_command(
     root: Root = None,
 ) -> None:
     """Print every replica's log (emulator); on Vertex, say where the logs are."""
+    from trainpool import home
     from trainpool.config import EMULATOR_ENV
     from trainpool.emulator.jobs import logs
-    from trainpool.home import Home
     from trainpool.spec.states import job_is_final
 
     jobs_client = client(location)
@@ -118,7 +118,7 @@ def logs_command(
             f"`gcloud ai custom-jobs stream-logs {found.name}` follows them",
             1,
         )
-    files = (Home(root) if root else Home.default()).job(found.name.rsplit("/", 1)[-1])
+    files = home.current(root).job(found.name.rsplit("/", 1)[-1])
     if not files.dir.is_dir():
         fail(
             f"--root: {files.dir} does not exist; accepted: the --root the emulator was started "

@@ -12,9 +12,10 @@ from typing import Annotated, Any
 
 import typer
 
+from trainpool import home
 from trainpool.cli._common import fail
 from trainpool.cli.job_lookup import Job, Location, Project, Root, client, fetch
-from trainpool.home import Home, JobFiles
+from trainpool.home import JobFiles
 
 
 def measurements_from_files(job: dict[str, Any], files: JobFiles) -> None:
@@ -54,7 +55,7 @@ def report_command(
     if kind != "hyperparameterTuningJobs":
         fail(f"JOB: {found.name} is a CustomJob; accepted: a HyperparameterTuningJob (a sweep)")
     rest = to_rest_json(found)
-    files = (Home(root) if root else Home.default()).job(job_id)
+    files = home.current(root).job(job_id)
     if os.environ.get(EMULATOR_ENV) and files.dir.is_dir():
         try:
             measurements_from_files(rest, files)

@@ -23,7 +23,11 @@ def run_command(
     param: Annotated[list[str] | None, typer.Option("--param", help=PARAM_HELP)] = None,
     root: Annotated[
         Path | None,
-        typer.Option("--root", help="The local store (default: $TRAINPOOL_HOME or ./.trainpool)."),
+        typer.Option(
+            "--root",
+            help="The local store (default: the named emulator's, else $TRAINPOOL_HOME, "
+            "else ./.trainpool).",
+        ),
     ] = None,
     project: Annotated[
         str,
@@ -65,12 +69,11 @@ def run_command(
         fail(str(err))
     except (OSError, ValueError) as err:
         fail(f"PIPELINE: {err}")
-    store = root or default_root()
     try:
         result = run_local(
             pipeline,
             values,
-            store,
+            root,
             console=Console(file=sys.stdout),
             project=project,
             location=location,
@@ -78,7 +81,7 @@ def run_command(
         )
     except ValueError as err:
         fail(str(err))
-    for line in job_lines(result.jobs, result.root or store):
+    for line in job_lines(result.jobs, result.root or default_root()):
         typer.echo(line)
     if result.signal is not None:
         typer.echo(f"pipeline {result.pipeline} CANCELLED: {result.error}", err=True)

@@ -21,8 +21,10 @@ from trainpool.emulator.api import (
     cloud_build,
     faults_service,
     job_service,
+    local_service,
     model_service,
     pipeline_service,
+    resource_manager,
     schedule_service,
 )
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
@@ -37,7 +39,9 @@ SERVICES: tuple[ModuleType, ...] = (
     model_service,
     schedule_service,
     cloud_build,
+    resource_manager,
     faults_service,
+    local_service,
 )
 WORKERS = 32
 
@@ -140,6 +144,7 @@ def start(
     try:
         if storage:
             door = serve(state.home)
+            state.storage_address = door.address
         if port is None:
             state.address = listen.listen_unix(server, listen.socket_path(state.home))
         else:

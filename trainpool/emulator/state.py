@@ -28,6 +28,8 @@ class EmulatorState:
     address: str = ""
     """``unix:PATH`` or ``127.0.0.1:PORT`` once the server listens (services that start
     clients need it)."""
+    storage_address: str = ""
+    """The Cloud Storage door's URL (for ``STORAGE_EMULATOR_HOST``), "" when none is served."""
     home: Home = field(init=False)
     db: Database = field(init=False)
     records: Records = field(init=False)

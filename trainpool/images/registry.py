@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainpool.config import default_root, emulator_host
+from trainpool import home
+from trainpool.config import emulator_host
 from trainpool.images import image_ref, local_store
 
 MANIFEST_TYPES = ", ".join(
@@ -50,11 +51,11 @@ def _token() -> str:
 
 def local_note(image: str, root: Path | None = None) -> str | None:
     """With the emulator: a note when ``image`` is not in the local image store, else None."""
-    store = (root or default_root()).resolve()
-    if local_store.lookup(image, store) is not None:
+    store = home.current(root).resolved()
+    if local_store.lookup(image, store.root) is not None:
         return None
     return (
-        f"components image {image!r} is not in the local image store at {store / 'images'}: "
+        f"components image {image!r} is not in the local image store at {store.images}: "
         "the emulator runs its tasks with this machine's trainpool (`trainpool publish --local` "
         "puts it there)"
     )

@@ -15,7 +15,8 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from trainpool.config import default_root, emulator_host
+from trainpool import home
+from trainpool.config import emulator_host
 from trainpool.images import builder, sources
 from trainpool.images.builder import BuildResult
 from trainpool.images.local_backend import StoreBackend, docker_backend
@@ -113,5 +114,5 @@ def build_image(
     elif backend == "docker":
         chosen = docker_backend()
     else:
-        chosen = StoreBackend(root or default_root())
+        chosen = StoreBackend(root or home.current().root)
     return builder.build(request, chosen, log=say)

@@ -3,7 +3,7 @@
 Locally (a task of ``trainpool run --local``, or a client of the emulator) a bucket is
 the folder ``<store>/gcs/BUCKET`` and an object a file in it, mapped by
 ``cluster_env.gcs.to_path``; ``TRAINPOOL_GCS_ROOT`` names that folder, or, with
-``VERTEX_AI_EMULATOR_HOST`` set and no storage emulator, ``$TRAINPOOL_HOME/gcs``.
+``VERTEX_AI_EMULATOR_HOST`` set and no storage emulator, the emulator's own store.
 Otherwise objects go through the google-cloud-storage client (which honours
 ``STORAGE_EMULATOR_HOST``), never through the ``/gcs`` FUSE mount: a pipeline task
 on Vertex has no such mount.
@@ -11,6 +11,7 @@ on Vertex has no such mount.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,18 +19,27 @@ from typing import Any
 
 from trainpool.cluster_env import gcs
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
-from trainpool.config import default_root, emulator_host
-from trainpool.home import Home
+from trainpool.config import emulator_host
+from trainpool.home import served_by
 
 
 def local_root(environ: Mapping[str, str] | None = None) -> Path | None:
-    """The folder that stands for Cloud Storage on this machine, or None (the real one)."""
+    """The folder that stands for Cloud Storage on this machine, or None (the real one).
+
+    With an emulator named and no storage endpoint, the emulator's own store (asked, never
+    guessed from ``TRAINPOOL_HOME``)."""
     env = os.environ if environ is None else environ
     if env.get(LOCAL_ROOT_ENV):
         return Path(env[LOCAL_ROOT_ENV])
-    if emulator_host(env) and not env.get("STORAGE_EMULATOR_HOST"):
-        return Home(default_root(env)).resolved().gcs
+    host = emulator_host(env)
+    if host and not env.get("STORAGE_EMULATOR_HOST"):
+        return _served_gcs(host)
     return None
+
+
+@functools.lru_cache(maxsize=8)
+def _served_gcs(address: str) -> Path:
+    return served_by(address).home.gcs
 
 
 def _blob(uri: str) -> Any:

@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--location", required=True)
     parser.add_argument("--pipeline-root", required=True, help="gs://BUCKET/PATH")
     parser.add_argument("--run-id", default="", help="the value of the run's jobs' label")
+    parser.add_argument("--job-id", default="", help="the PipelineJob's id (placeholders)")
+    parser.add_argument("--details", default="", help="keep the task details (JSON) here")
     parser.add_argument("--param", action="append", default=[], help="NAME=VALUE")
     args = parser.parse_args(argv)
 
@@ -41,11 +43,12 @@ def main(argv: list[str] | None = None) -> int:
             location=args.location,
             pipeline_root=args.pipeline_root,
             run_id=args.run_id,
+            job_id=args.job_id,
         )
     except (OSError, ValueError) as err:
         print(f"pipeline {args.pipeline} FAILED: {err}", file=sys.stderr)
         return 2
-    result = run.execute()
+    result = run.execute(details=Path(args.details) if args.details else None)
     if result.signal is not None:
         print(f"pipeline {result.pipeline} CANCELLED: {result.error}", file=sys.stderr)
         return 128 + result.signal

@@ -39,7 +39,8 @@ from trainpool.cluster_env import gcs
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.home import Home
 from trainpool.images import sources
-from trainpool.kfprun import interrupt
+from trainpool.kfprun import containers, interrupt
+from trainpool.kfprun.details import TaskDetails
 from trainpool.kfprun.task_env import image_environ, task_environ
 from trainpool.kfprun.tasklog import TaskLog, TaskState
 from trainpool.spec import placeholders
@@ -158,6 +159,39 @@ def _executor_image(spec: Mapping[str, Any]) -> str:
     return images.pop() if len(images) == 1 else ""
 
 
+def _not_named_like_a_component(resolved: Path) -> None:
+    """kfp loads a pipeline named like one of its components as that component alone
+    (``ComponentSpec.from_ir_dicts`` looks ``comp-<pipeline name>`` up first); rename the
+    local copy's pipeline so the whole pipeline runs, as it does on Vertex."""
+    from kfp.dsl.utils import sanitize_component_name
+
+    spec = load_pipeline_spec(resolved)
+    name = str(spec["pipelineInfo"]["name"])
+    if sanitize_component_name(name) in spec.get("components", {}):
+        spec["pipelineInfo"]["name"] = f"{name}-pipeline"
+        resolved.write_text(json.dumps(spec), encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _every(seconds: float, action: Callable[[], None]) -> Iterator[None]:
+    """Within the block, call ``action`` every ``seconds`` in a thread of its own."""
+    import threading
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(seconds):
+            action()
+
+    thread = threading.Thread(target=loop, name="trainpool-run-details", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
 class Run:
     """One run of ``pipeline_path`` with ``params`` (typed again against its inputs) as
     ``project``'s run in ``location``, its outputs under ``pipeline_root`` (``gs://`` in the
@@ -178,15 +212,19 @@ class Run:
         location: str,
         pipeline_root: str,
         run_id: str = "",
+        job_id: str = "",
     ) -> None:
         spec = load_pipeline_spec(pipeline_path)
         self.values = coerce_values(params, pipeline_inputs(spec))
+        containers.check(spec)
         self.pipeline = str(spec["pipelineInfo"]["name"])
+        self.project, self.location = project, location
         self.home = home.resolved()
         self.home.root.mkdir(parents=True, exist_ok=True)
         self.pipeline_root = Path(gcs.to_path(pipeline_root, self.home.gcs, "pipeline_root"))
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         self.run_id = run_id or f"{stamp}-{os.getpid()}"
+        self.job_id = job_id or self.run_id
         self.run_dir = self.home.localrun / f"{self.pipeline}-{stamp}"
         (self.run_dir / "work").mkdir(parents=True)
         self.transcript = self.run_dir.with_suffix(".log")
@@ -197,6 +235,7 @@ class Run:
             ),
             encoding="utf-8",
         )
+        _not_named_like_a_component(self.resolved)
         with patched_environ({LOCAL_ROOT_ENV: str(self.home.gcs)}):
             for param in sources.SOURCE_PARAMETERS:
                 if self.values.get(param):
@@ -214,11 +253,14 @@ class Run:
         self,
         around: Callable[[TaskLog], AbstractContextManager[Any]] | None = None,
         on_cancel: Callable[[], None] | None = None,
+        details: Path | None = None,
     ) -> Execution:
         """Run the tasks; a failed task gives a FAILED execution rather than an exception.
 
         ``around(log)`` is entered while the tasks run (a live display, a job watch);
-        ``on_cancel`` is called after a SIGTERM/SIGINT stopped them (to cancel the run's jobs).
+        ``on_cancel`` is called after a SIGTERM/SIGINT stopped them (to cancel the run's jobs);
+        ``details`` is kept up to date with the tasks as Vertex reports them
+        (:mod:`trainpool.kfprun.details`).
         """
         from kfp import components, local
 
@@ -236,8 +278,14 @@ class Run:
             log = TaskLog(stack.enter_context(open(self.transcript, "w", encoding="utf-8")))
             if around is not None:
                 stack.enter_context(around(log))
+            tasks = TaskDetails(self.home.gcs, self.spec)
+            if details is not None:
+                stack.callback(lambda: tasks.write(log.snapshot(), details))
+                stack.enter_context(_every(1.0, lambda: tasks.write(log.snapshot(), details)))
+            context = containers.RunContext(self.project, self.location, self.job_id, tasks.record)
+            stack.enter_context(containers.running(context))
             image_env = image_environ(_executor_image(self.spec), self.home.root)
-            environ = task_environ(os.environ, image_env, self.run_dir / "home")
+            environ = task_environ(os.environ, image_env, self.run_dir / "home", self.project)
             signals_seen = stack.enter_context(interrupt.handed_on())
             try:
                 with to_transcript(log), task_surroundings(self.run_dir / "work", environ):

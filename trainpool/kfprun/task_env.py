@@ -23,6 +23,7 @@ from trainpool import config
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.cluster_env.host import base_env
 from trainpool.images import local_store
+from trainpool.redirect import environment
 
 LOCAL_SERVICE_VARIABLES = (
     config.EMULATOR_ENV,
@@ -41,9 +42,14 @@ def image_environ(image_uri: str, root: Path) -> dict[str, str]:
 
 
 def task_environ(
-    host: Mapping[str, str], image_env: Mapping[str, str], home: Path
+    host: Mapping[str, str], image_env: Mapping[str, str], home: Path, project: str = ""
 ) -> dict[str, str]:
-    """The environment of a local task: a replica's start, the image's ENV, local services."""
+    """The environment of a local task: a replica's start, the image's ENV, local services,
+    and Google's clients pointed at the emulator (:mod:`trainpool.redirect`), as GCPC's
+    launchers need."""
     env = base_env(home, dict(image_env))
     env.update({name: host[name] for name in LOCAL_SERVICE_VARIABLES if host.get(name)})
+    address = env.get(config.EMULATOR_ENV, "")
+    if address:
+        env = environment(address, env.get("STORAGE_EMULATOR_HOST", ""), project=project, base=env)
     return env

@@ -2,9 +2,10 @@
 a live display and a summary of its jobs.
 
 The run itself is :class:`trainpool.kfprun.execute.Run` (kfp.local, placeholders, uploaded
-sources, the tasks' environment). Around it: the emulator is the one
-``VERTEX_AI_EMULATOR_HOST`` names, else the one already serving the root (its lock file
-says where), else one started in this process; while it runs, the run's jobs, trials and
+sources, the tasks' environment). Around it: the emulator
+(:func:`trainpool.localrun.emulators.emulator_for`: the one ``VERTEX_AI_EMULATOR_HOST``
+names, whose store the run then uses, else the one serving the root, else one started in
+this process with its Cloud Storage door); while it runs, the run's jobs, trials and
 replica logs are polled (:mod:`trainpool.localrun.jobwatch`) for the live display; SIGTERM
 or SIGINT stops the tasks, cancels the run's jobs, and ends the run CANCELLED. Only the
 progress display reaches the screen; kfp.local's output goes to the transcript.
@@ -21,11 +22,11 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
-from trainpool import config
 from trainpool.home import Home
-from trainpool.kfprun.execute import Execution, Run, patched_environ
+from trainpool.kfprun.execute import Execution, Run
 from trainpool.kfprun.tasklog import TaskLog
 from trainpool.localrun.defaults import DEFAULT_LOCATION, DEFAULT_PIPELINE_ROOT, DEFAULT_PROJECT
+from trainpool.localrun.emulators import emulator_for, store_for
 from trainpool.localrun.jobwatch import JobView, JobWatch
 from trainpool.localrun.progress import Frame
 
@@ -38,38 +39,23 @@ class RunResult(Execution):
     root: Path | None = None
 
 
-@contextlib.contextmanager
-def emulator_for(root: Path) -> Iterator[str]:
-    """The emulator's address: the one already set, else the one serving ``root``, else one
-    started on ``root`` for the run."""
-    host = config.emulator_host()
-    if host is not None:
-        yield host
-        return
-    from trainpool import emulator
-    from trainpool.emulator import root_lock
-
-    serving = root_lock.running(root)
-    if serving is not None:
-        with patched_environ({config.EMULATOR_ENV: serving}):
-            yield serving
-        return
-    with emulator.start(root) as running, patched_environ({config.EMULATOR_ENV: running.address}):
-        yield running.address
-
-
-def _watch(root: Path, settings: Mapping[str, Any], run_id: str) -> JobWatch | None:
-    project = settings.get("project")
-    if not isinstance(project, str) or not project:
-        return None
-    location = settings.get("location") or DEFAULT_LOCATION
-    return JobWatch(Home(root), project, str(location), run_id)
+def _watch(home: Home, run: Run) -> JobWatch:
+    """The run's jobs: in the project and location its parameters name, else the run's own
+    (what GCPC's placeholders resolve to)."""
+    project = run.settings.get("project")
+    location = run.settings.get("location")
+    return JobWatch(
+        home,
+        project if isinstance(project, str) and project else run.project,
+        location if isinstance(location, str) and location else run.location,
+        run.run_id,
+    )
 
 
 def run_local(
     pipeline_path: str | Path,
     params: Mapping[str, Any],
-    root: str | Path,
+    root: str | Path | None = None,
     *,
     console: Console | None = None,
     project: str = DEFAULT_PROJECT,
@@ -84,7 +70,8 @@ def run_local(
     FAILED result rather than an exception. ``console`` shows the live progress display;
     ``None`` runs quietly.
     """
-    home = Home(Path(root)).resolved()
+    chosen = Path(root) if root is not None else None
+    home = store_for(chosen)
     run = Run(
         pipeline_path,
         params,
@@ -93,7 +80,7 @@ def run_local(
         location=location,
         pipeline_root=pipeline_root,
     )
-    watch = _watch(home.root, run.settings, run.run_id)
+    watch = _watch(home, run)
     if console is not None:
         console.file = console.file  # the screen it has now, not the transcript put in its place
 
@@ -101,15 +88,14 @@ def run_local(
     def around(log: TaskLog) -> Iterator[None]:
         with contextlib.ExitStack() as stack:
             if console is not None:
-                frame = Frame(run.pipeline, log.snapshot, watch.snapshot if watch else list)
+                frame = Frame(run.pipeline, log.snapshot, watch.snapshot)
                 live = Live(frame, console=console, redirect_stdout=False, redirect_stderr=False)
                 stack.enter_context(live)
-            if watch is not None:
-                stack.enter_context(watch)
+            stack.enter_context(watch)
             yield
 
-    with emulator_for(home.root):
-        done = run.execute(around, on_cancel=watch.cancel_unfinished if watch else None)
+    with emulator_for(chosen):
+        done = run.execute(around, on_cancel=watch.cancel_unfinished)
     if console is not None and not console.is_terminal:
         console.line()
-    return RunResult(**done.__dict__, jobs=watch.snapshot() if watch else [], root=home.root)
+    return RunResult(**done.__dict__, jobs=watch.snapshot(), root=home.root)

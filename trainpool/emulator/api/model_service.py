@@ -1,4 +1,4 @@
-"""``google.cloud.aiplatform.v1.ModelService``: UploadModel, GetModel, ListModels.
+"""``google.cloud.aiplatform.v1.ModelService``: UploadModel, GetModel, ListModels, DeleteModel.
 
 Enough of the Model Registry for the SDK's training-job classes (a TrainingPipeline with
 ``modelToUpload``; ``aiplatform.Model(name)`` is GetModel) and for ``aiplatform.Model.upload``
@@ -41,6 +41,11 @@ def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
             raise not_found(f"Model {request.name} not found.")
         return found
 
+    def delete(request: ms.DeleteModelRequest) -> operations_pb2.Operation:
+        found = get(ms.GetModelRequest(name=request.name))
+        state.records.delete(MODELS, found.name)
+        return operations.done(f"{found.name}/operations/{state.new_id('operation')}")
+
     def list_models(request: ms.ListModelsRequest) -> ms.ListModelsResponse:
         found, token = requests.list_page(state.records, MODELS, request)
         return ms.ListModelsResponse(models=found, next_page_token=token)
@@ -51,5 +56,6 @@ def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
             "UploadModel": (upload, ms.UploadModelRequest, operations_pb2.Operation),
             "GetModel": (get, ms.GetModelRequest, model_types.Model),
             "ListModels": (list_models, ms.ListModelsRequest, ms.ListModelsResponse),
+            "DeleteModel": (delete, ms.DeleteModelRequest, operations_pb2.Operation),
         },
     )

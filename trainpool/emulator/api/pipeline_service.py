@@ -23,7 +23,7 @@ from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import already_exists, not_found, precondition, service
 from trainpool.emulator.jobs.runner import Runner
 from trainpool.emulator.pipelines import training
-from trainpool.emulator.pipelines.runs import PipelineRuns, start_runs
+from trainpool.emulator.pipelines.runs import TERMINAL, PipelineRuns, start_runs
 from trainpool.emulator.records import operations
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists, now
@@ -45,7 +45,8 @@ class PipelineService:
 
     # PipelineJobs
     def get_job(self, name: str) -> Any:
-        return requests.existing(self.records, PIPELINE_JOBS, name)
+        job = requests.existing(self.records, PIPELINE_JOBS, name)
+        return job if job.state in TERMINAL else self.runs.fill_details(job)
 
     def create_job(self, request: ps.CreatePipelineJobRequest) -> Any:
         requests.check_parent(request.parent)

@@ -140,6 +140,15 @@ class Objects:
             ) from None
         return self.bucket_resource(bucket)
 
+    def list_buckets(self) -> dict[str, Any]:
+        """Every bucket of the store (a bucket has no project here), by name."""
+        names = sorted(
+            p.name
+            for p in (self.gcs_root.iterdir() if self.gcs_root.is_dir() else [])
+            if p.is_dir() and gcs.bucket_problem(p.name) is None
+        )
+        return {"kind": "storage#buckets", "items": [self.bucket_resource(n) for n in names]}
+
     def object_resource(self, bucket: str, name: str, hashes: bool = True) -> dict[str, Any]:
         self.bucket_resource(bucket)
         path = self.object_path(bucket, name)

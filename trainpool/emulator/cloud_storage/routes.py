@@ -1,7 +1,7 @@
 """The Cloud Storage JSON API's requests the door serves: a route table, one handler each.
 
 Served (the subset google-cloud-storage 3.x uses, https://cloud.google.com/storage/docs/json_api):
-bucket insert and get, bucket IAM get and set (answered, not kept), object get, media
+bucket insert, list and get, bucket IAM get and set (answered, not kept), object get, media
 download (``Range`` too), list (``prefix``, ``delimiter``, ``maxResults``, ``pageToken``),
 upload (``uploadType=media|multipart|resumable``, the resumable session's PUTs) and
 delete. A request no route matches answers 501 naming it.
@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
-from trainpool.emulator.cloud_storage.objects import ApiError, Objects, bad, not_served
+from trainpool.emulator.cloud_storage.objects import (
+    ApiError,
+    Objects,
+    bad,
+    not_found,
+    not_served,
+)
 from trainpool.emulator.cloud_storage.uploads import Uploads
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -72,6 +78,10 @@ def create_bucket(store: Store, request: Request, _: dict[str, str]) -> Response
     return Response.json(store.objects.create_bucket(_load(request.body)))
 
 
+def list_buckets(store: Store, request: Request, _: dict[str, str]) -> Response:
+    return Response.json(store.objects.list_buckets())
+
+
 def get_bucket(store: Store, request: Request, match: dict[str, str]) -> Response:
     return Response.json(store.objects.bucket_resource(match["bucket"]))
 
@@ -94,6 +104,8 @@ def list_objects(store: Store, request: Request, match: dict[str, str]) -> Respo
 
 
 def get_object(store: Store, request: Request, match: dict[str, str]) -> Response:
+    if match["object"].endswith("/"):  # a "folder" gcloud looks up: never an object here
+        raise not_found(f"No such object: {match['bucket']}/{match['object']}")
     if request.query.get("alt") == "media":
         return download(store, request, match)
     return Response.json(store.objects.object_resource(match["bucket"], match["object"]))
@@ -195,6 +207,7 @@ _B = r"/b/(?P<bucket>[^/]+)"
 _O = r"/o/(?P<object>.+)"
 ROUTES: list[tuple[tuple[str, ...], re.Pattern[str], Handler]] = [
     (("POST",), re.compile(r"^/storage/v1/b$"), create_bucket),
+    (("GET",), re.compile(r"^/storage/v1/b$"), list_buckets),
     (("GET",), re.compile(rf"^/storage/v1{_B}$"), get_bucket),
     (("GET", "PUT"), re.compile(rf"^/storage/v1{_B}/iam$"), bucket_iam),
     (("GET",), re.compile(rf"^/storage/v1{_B}/o$"), list_objects),

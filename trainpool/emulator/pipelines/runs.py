@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.rpc import code_pb2
 
@@ -38,6 +39,8 @@ from trainpool.kfprun.execute import RUN_LABEL
 from trainpool.spec.states import FINAL_PIPELINE_STATES
 
 TERMINAL = frozenset(getattr(PipelineState, name) for name in FINAL_PIPELINE_STATES)
+DETAILS = "details.json"
+"""Where a run keeps its tasks' details (:mod:`trainpool.kfprun.details`)."""
 _FAILED = re.compile(r"^pipeline \S+ FAILED: ")
 STOPPED = "the emulator stopped while the pipeline ran"
 
@@ -96,7 +99,8 @@ class PipelineRuns:
         argv += ["--root", str(self.state.root)]
         argv += ["--project", project, "--location", location]  # the run's own, as on Vertex
         argv += ["--pipeline-root", job.runtime_config.gcs_output_directory]
-        argv += ["--run-id", run_id(job.name)]
+        argv += ["--run-id", run_id(job.name), "--job-id", job.name.rsplit("/", 1)[-1]]
+        argv += ["--details", str(folder / DETAILS)]
         argv += param_args(values)
         env = dict(os.environ, **{EMULATOR_ENV: self.state.address, HOME_ENV: str(self.state.root)})
         launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
@@ -134,8 +138,41 @@ class PipelineRuns:
                     job.error.code = code_pb2.INTERNAL
                     job.error.message = f"the local run exited with status {code}: {log_tail}"
                 job.end_time = now()
+                self.fill_details(job)
 
             self.records.update(PIPELINE_JOBS, name, change)
+
+    def fill_details(self, job: Any) -> Any:
+        """``job`` with ``job_detail.task_details`` as Vertex fills them: the PipelineJob's root
+        task (named after the job's id, as the SDK expects) and each task of the run so far
+        (:mod:`trainpool.kfprun.details`)."""
+        job_id = job.name.rsplit("/", 1)[-1]
+        path = self.state.home.pipeline_run(job_id) / DETAILS
+        try:
+            tasks = json.loads(path.read_text(encoding="utf-8")).get("taskDetails", [])
+        except (OSError, ValueError):
+            tasks = []
+        state = PipelineState(job.state).name.removeprefix("PIPELINE_STATE_")
+        task_state = {"QUEUED": "PENDING", "PENDING": "PENDING"}.get(state, state)
+        root: dict[str, Any] = {
+            "taskId": "1",
+            "taskName": job_id,
+            "taskUniqueName": job_id,
+            "state": task_state,
+            "execution": {"displayName": job_id, "schemaTitle": "system.DagExecution"},
+        }
+        for key, value in (
+            ("createTime", job.create_time),
+            ("startTime", job.start_time),
+            ("endTime", job.end_time),
+        ):
+            if value:
+                root[key] = value.isoformat().replace("+00:00", "Z")
+        for task in tasks:
+            task["parentTaskId"] = "1"
+        detail = pj.PipelineJobDetail.from_json(json.dumps({"taskDetails": [root, *tasks]}))
+        job.job_detail = detail
+        return job
 
     def cancel(self, name: str) -> bool:
         """Mark the job CANCELLING and stop its run; False when it has already ended."""

@@ -1,0 +1,30 @@
+"""``trainpool.emulator.v1.Local``: what the emulator says of itself to its own clients.
+
+``Describe() -> {"root", "storage_address"}`` (JSON): the store this emulator serves and
+its Cloud Storage door, so a client that is given only the emulator's address
+(``VERTEX_AI_EMULATOR_HOST``) finds the store from the emulator itself, never from its own
+``TRAINPOOL_HOME`` (:func:`trainpool.home.served_by` is the client). Not a Vertex API.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import grpc
+
+from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.state import EmulatorState
+from trainpool.home import DESCRIBE_METHOD
+
+SERVICE, METHOD = DESCRIBE_METHOD.strip("/").split("/")
+
+
+def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+    def describe(request: bytes, context: Any) -> bytes:
+        answer = {"root": str(state.root), "storage_address": state.storage_address}
+        return json.dumps(answer).encode()
+
+    return grpc.method_handlers_generic_handler(
+        SERVICE, {METHOD: grpc.unary_unary_rpc_method_handler(describe)}
+    )

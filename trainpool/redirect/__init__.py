@@ -1,0 +1,67 @@
+"""Google's clients in a user's process, pointed at the emulator, with no change to the code.
+
+:data:`SITE` is the folder of a ``sitecustomize.py`` (standard library only, self-contained,
+so it works in any Python that has Google's libraries, with or without trainpool) that
+patches the Vertex AI SDK, the gapic clients and GCPC's launchers at import time;
+:func:`environment` is what a process needs besides it: ``PYTHONPATH`` with :data:`SITE`
+first, ``VERTEX_AI_EMULATOR_HOST``, and, when the emulator serves its Cloud Storage door,
+``STORAGE_EMULATOR_HOST`` and gcloud's storage endpoint. ``trainpool exec`` runs a command
+with it (:mod:`trainpool.redirect.command`); ``trainpool.testing`` applies it to a test
+session; a local run gives it to GCPC's launchers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from trainpool.config import EMULATOR_ENV
+
+SITE = Path(__file__).with_name("site")
+"""The folder holding the ``sitecustomize.py`` that points clients at the emulator."""
+POLL_ENV = "TRAINPOOL_EXEC_POLL_S"
+POLL_S = "0.5"
+"""How often the SDK and GCPC's launchers poll a job on the emulator (Vertex: 5 s and 20 s;
+a local job's end is worth seeing sooner)."""
+
+
+def environment(
+    address: str,
+    storage_address: str = "",
+    *,
+    project: str = "",
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The variables that point a process's Google clients at the emulator at ``address``
+    (and its storage door at ``storage_address``), over ``base`` (default: this process's)."""
+    env = dict(os.environ if base is None else base)
+    paths = [str(SITE), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    env[EMULATOR_ENV] = address
+    env.setdefault(POLL_ENV, POLL_S)
+    if storage_address:
+        env["STORAGE_EMULATOR_HOST"] = storage_address
+        env["CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE"] = storage_address.rstrip("/") + "/"
+        env["CLOUDSDK_AUTH_DISABLE_CREDENTIALS"] = "true"
+    if project:
+        env.setdefault("GOOGLE_CLOUD_PROJECT", project)
+        env.setdefault("CLOUDSDK_CORE_PROJECT", project)
+    return env
+
+
+def install() -> None:
+    """Apply the patches to this process (as ``sitecustomize`` would at start-up): for a
+    test session, after :func:`environment`'s variables are in ``os.environ``."""
+    import importlib.util
+    import sys
+
+    if "trainpool_redirect_site" in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(
+        "trainpool_redirect_site", SITE / "sitecustomize.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["trainpool_redirect_site"] = module
+    spec.loader.exec_module(module)
