@@ -29,7 +29,7 @@ from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED
 from trainpool.emulator.sweeps.stopping import TrialWatch
 from trainpool.emulator.sweeps.trial_rules import StoppingRule
 from trainpool.home import Home
-from trainpool.runtime.hypertune import Reporter
+from trainpool.runtime.hypertune import MetricRecord, Reporter
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(90)
@@ -186,3 +186,50 @@ def test_the_watch_reads_a_metric_file_only_when_it_changed_and_keeps_every_repo
             watch.check(set())
     records = watch.end("1", [])
     assert [r.global_step for r in records] == list(range(1, 151))
+
+
+def test_with_use_elapsed_duration_the_x_is_seconds_since_the_trial_started() -> None:
+    records = [
+        MetricRecord(1000.0 + dt, "1", step, "", {"loss": v})
+        for dt, step, v in [(1.5, 10, 0.9), (4.0, 20, 0.5), (6.0, 30, 0.4)]
+    ]
+    records.append(MetricRecord(1007.0, "1", 40, "", {"other": 1.0}))  # not the objective
+    by_time = TrialWatch(StoppingRule("median", "m", use_elapsed_duration=True), "loss", "MINIMIZE")
+    by_step = TrialWatch(StoppingRule("median", "m"), "loss", "MINIMIZE")
+    assert by_time.curve(records, started=1000.0) == [(1.5, 0.9), (4.0, 0.5), (6.0, 0.4)]
+    assert by_step.curve(records, started=1000.0) == [(10.0, 0.9), (20.0, 0.5), (30.0, 0.4)]
+
+
+def test_a_convex_stop_adds_its_predicted_measurement_at_max_step_count(
+    emu: emulator.Emulator, tmp_path: Path
+) -> None:
+    # ConvexAutomatedStoppingSpec: "a last measurement will be added to the pending trial
+    # with max_num_steps and predicted objective value" (study.proto)
+    client = job_client("us-central1")
+    job = tuning_job(
+        tmp_path,
+        {"convex_automated_stopping_spec": {"max_step_count": 12, "min_measurement_count": 2}},
+    )
+    job["max_trial_count"], job["parallel_trial_count"] = 4, 1
+    job["study_spec"]["parameters"][0]["discrete_value_spec"]["values"] = [
+        0.001,
+        0.002,
+        0.003,
+        0.012,
+    ]
+    args = ["--steps=12", "--step_s=0.05"]
+    job["trial_job_spec"]["worker_pool_specs"][0]["container_spec"]["args"] = args
+    created = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=job)
+    done = wait_job(client.get_hyperparameter_tuning_job, created.name, 45)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    *learning, diverging = done.trials
+    assert [len(t.measurements) for t in learning] == [12, 12, 12]
+    assert diverging.state == Trial.State.SUCCEEDED
+    reported, added = diverging.measurements[:-1], diverging.measurements[-1]
+    assert 3 <= len(reported) < 12
+    # its curve is falling (0.102 at step 2, then 0.05): the overestimate is its best so far
+    assert (added.step_count, added.metrics[0].value) == (12, pytest.approx(0.102))
+    stopped_job = client.get_custom_job(name=diverging.custom_job)
+    assert stopped_job.error.message.startswith(
+        "Stopped early by the study's convexAutomatedStoppingSpec at step "
+    )
