@@ -35,6 +35,7 @@ def hyperparameter_sweep(
     pipeline_root: str = dsl.PIPELINE_ROOT_PLACEHOLDER,
     run_id: str = dsl.PIPELINE_JOB_ID_PLACEHOLDER,
     serving_image: str = "",
+    early_stopping: dict = {},  # noqa: B006 (KFP compiles the default into the spec)
 ) -> NamedTuple(
     "Outputs", best_trial_id=str, best_parameters=dict, best_metric_value=float, outcome=dict
 ):
@@ -42,7 +43,9 @@ def hyperparameter_sweep(
 
     study is readable ({"metrics": {"accuracy": "maximize"}, "parameters": {"lr": {"type":
     "double", "min": 1e-4, "max": 0.1, "scale": "log"}}, "algorithm": "random"}) or a
-    StudySpec in REST JSON; it is checked before anything is created. job_fields is
+    StudySpec in REST JSON; it is checked before anything is created. early_stopping
+    ({"median": {}}, {"decay_curve": {...}}, {"convex": {...}} or {"none": {}}; {} keeps the
+    study's own) replaces the study's automated stopping spec. job_fields is
     plan_cluster's output of the same name (labels, encryption key); labels given here win.
     Trials write under <base>/<run_id>/<trial id>/ (base as in launch_custom_job); a retry
     after the tuning job failed starts the next attempt. model is the best trial's model
@@ -71,6 +74,7 @@ def hyperparameter_sweep(
         user_labels=labels,
         task_id=task_id,
         job_fields=job_fields,
+        early_stopping=early_stopping,
     )
     result = sweep.run_sweep(project, location, job, gcp_resources, task_id)
     sweep.write_reports(result, trials.path, trials_report.path)

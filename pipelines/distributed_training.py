@@ -78,6 +78,7 @@ def distributed_training(
     max_trial_count: int = 4,
     parallel_trial_count: int = 2,
     max_failed_trial_count: int = 0,
+    early_stopping: dict = {},  # noqa: B006 (KFP compiles the default into the spec)
     base_output_directory: str = "",
     service_account: str = "",
     serving_image: str = "",
@@ -92,7 +93,9 @@ def distributed_training(
     (`trainpool upload-source`); image_uri "" is LOCATION-docker.pkg.dev/PROJECT/trainpool/
     trainer. With source_dir "" the image_uri is used as given (no build). project and
     location default to the pipeline run's.
-    max_trial_count 0 runs one CustomJob instead of a sweep. Every run writes under
+    max_trial_count 0 runs one CustomJob instead of a sweep; early_stopping ({"median": {}},
+    {"decay_curve": {}}, {"convex": {...}}, {"none": {}}; {} keeps the study's) stops a
+    sweep's hopeless trials early. Every run writes under
     <base_output_directory or pipeline root>/<run id>/. The train or sweep task is retried
     TRAIN_RETRIES times (a preempted job's next attempt resumes from its checkpoint).
     Outputs the plan report, the gcp_resources that name the job (the sweep's or the
@@ -144,6 +147,7 @@ def distributed_training(
                 max_trial_count=max_trial_count,
                 parallel_trial_count=parallel_trial_count,
                 max_failed_trial_count=max_failed_trial_count,
+                early_stopping=early_stopping,
                 image_uri=built,
                 job_fields=job_fields,
                 base_output_directory=base_output_directory,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
+from fixtures.jobs import wait_job
 from typer.testing import CliRunner
 
 import trainpool.emulator as emulator
@@ -52,3 +54,60 @@ def test_a_custom_job_is_refused_with_what_is_accepted(
     assert result.exit_code == 2
     assert f"JOB: {job.name} is a CustomJob; accepted: a HyperparameterTuningJob" in result.output
     assert not Path("x.html").exists()
+
+
+TRAINER = """
+import sys, time
+import hypertune
+lr = float(sys.argv[-1].split("=")[1])
+tuner = hypertune.HyperTune()
+for step in range(1, 13):
+    time.sleep(0.05)
+    value = 0.05 if lr > 0.05 and step >= 3 else step / 12
+    tuner.report_hyperparameter_tuning_metric("acc", value, global_step=step)
+"""
+
+
+def test_the_report_of_an_emulator_sweep_marks_the_trials_its_rule_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "trainer.py").write_text(TRAINER)
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {
+            "image_uri": "local/none",
+            "command": [sys.executable, str(tmp_path / "trainer.py")],
+        },
+    }
+    sweep = {
+        "display_name": "stops",
+        "max_trial_count": 4,
+        "parallel_trial_count": 3,
+        "study_spec": {
+            "metrics": [{"metric_id": "acc", "goal": "MAXIMIZE"}],
+            "parameters": [
+                {"parameter_id": "lr", "discrete_value_spec": {"values": [0.01, 0.02, 0.03, 0.1]}}
+            ],
+            "algorithm": "GRID_SEARCH",
+            "median_automated_stopping_spec": {},
+        },
+        "trial_job_spec": {"worker_pool_specs": [pool]},
+    }
+    with emulator.start(tmp_path / "root") as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        created = client.create_hyperparameter_tuning_job(
+            parent="projects/demo/locations/us-central1", hyperparameter_tuning_job=sweep
+        )
+        wait_job(client.get_hyperparameter_tuning_job, created.name, 40)
+        out = tmp_path / "report.html"
+        result = CliRunner().invoke(
+            app, ["jobs", "report", created.name, "--out", str(out), "--root", str(emu.root)]
+        )
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    assert "4 trials (4 succeeded; 1 stopped early)" in html
+    assert "<td>SUCCEEDED, stopped early</td>" in html
+    assert re.search(r"trial 4 \(stopped at step \d+\)", html)
+    assert "Stopped early by the study&#x27;s medianAutomatedStoppingSpec at step" in html

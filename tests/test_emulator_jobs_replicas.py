@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED
 from trainpool.emulator.jobs.processes import Launch, Replica
-from trainpool.emulator.jobs.replicas import run_replicas
+from trainpool.emulator.jobs.replicas import Outcome, Stop, run_replicas
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -62,4 +63,28 @@ def test_a_job_cancelled_before_its_replicas_start_starts_none(tmp_path: Path) -
     cancel.set()
     outcome = run_replicas([sleeper(tmp_path, "workerpool0-0")], cancel=cancel)
     assert outcome.state == "CANCELLED"
+    assert not (tmp_path / "workerpool0-0.log").exists()
+
+
+def test_a_stop_ends_the_job_cancelled_with_its_reason_and_no_replica_left(tmp_path: Path) -> None:
+    stop = Stop()
+    stopper = threading.Thread(target=lambda: (time.sleep(0.5), stop.set("rule says stop")))
+    stopper.start()
+    outcome = run_replicas(
+        [sleeper(tmp_path, "workerpool0-0")], cancel=threading.Event(), stop=stop
+    )
+    stopper.join()
+    assert outcome == Outcome("CANCELLED", CODE_CANCELLED, "rule says stop")
+    assert not alive(int((tmp_path / "workerpool0-0.pid").read_text()))
+    stop.set("a second reason")  # set once: the first reason stays
+    assert stop.reason == "rule says stop"
+
+
+def test_a_job_stopped_before_its_replicas_start_starts_none(tmp_path: Path) -> None:
+    stop = Stop()
+    stop.set("stopped early")
+    outcome = run_replicas(
+        [sleeper(tmp_path, "workerpool0-0")], cancel=threading.Event(), stop=stop
+    )
+    assert outcome == Outcome("CANCELLED", CODE_CANCELLED, "stopped early")
     assert not (tmp_path / "workerpool0-0.log").exists()

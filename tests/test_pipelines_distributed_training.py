@@ -69,6 +69,11 @@ def test_knobs_are_typed_parameters_and_training_tasks_never_cache() -> None:
     assert inputs["accelerator_count"]["parameterType"] == "NUMBER_INTEGER"
     assert inputs["max_trial_count"]["parameterType"] == "NUMBER_INTEGER"
     assert inputs["cluster_request"]["parameterType"] == "STRUCT"
+    assert inputs["early_stopping"] == {
+        "defaultValue": {},
+        "isOptional": True,
+        "parameterType": "STRUCT",
+    }  # {}: the study's own early stopping
     caching = {}
 
     def walk(dag: dict) -> None:

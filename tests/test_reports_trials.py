@@ -10,7 +10,7 @@ import pytest
 
 from trainpool.reports.charts import best_so_far
 from trainpool.reports.page import trials_page
-from trainpool.reports.sweep_data import Parameter, from_job
+from trainpool.reports.sweep_data import Parameter, Stopped, from_job
 
 SIZE_BOUND = 1_000_000  # bytes for 100 trials; plotly.js alone, embedded, is about 4.7 MB
 
@@ -116,3 +116,28 @@ def test_a_report_of_100_trials_stays_under_the_size_bound(steps: int) -> None:
     assert html.count("<svg") == 4
     assert len(re.findall(r"<tr[ >]", html)) == 101
     assert re.findall(r'(?:src|href)="(?!#|data:)', html) == []  # nothing outside the file
+
+
+STOP = "Stopped early by the study's medianAutomatedStoppingSpec at step 3: its best ..."
+
+
+def test_stopped_trials_are_marked_in_the_table_and_on_the_curves_with_their_step() -> None:
+    trials = [trial(1, {"lr": 0.1}, 0.9, steps=8), trial(2, {"lr": 0.01}, 0.2, steps=5)]
+    trials.append(trial(3, {"lr": 0.05}, 0.3, steps=6))
+    stopped = {"2": STOP, "3": "stopped by a rule whose words name no step"}
+    sweep = from_job(job(trials, [LR]), stopped)
+    assert sweep.stopped == {"2": Stopped(3, STOP), "3": Stopped(6, stopped["3"])}  # else: last
+    html = trials_page(sweep)
+    assert "3 trials (3 succeeded; 2 stopped early)" in html
+    rows = re.findall(r"<tr[^>]*>.*?</tr>", html.split('id="trials"')[1], re.S)
+    assert "<th>stopped at step</th>" in html
+    assert rows[1].startswith('<tr class="best">')
+    assert '<tr class="stopped"><td data-sort="2" class="num">2</td>' in rows[2]
+    assert "<td>SUCCEEDED, stopped early</td>" in rows[2]
+    assert '<td data-sort="3" class="num">3</td>' in rows[2]  # the step it stopped at
+    assert "at step 3: its best ..." in rows[2]
+    assert "trial 2 (stopped at step 3)" in html and "trial 3 (stopped at step 6)" in html
+    assert "stopped early (at the X)" in html
+    assert "Dashed, with an X: stopped early" in html
+    plain = trials_page(from_job(job(trials, [LR])))
+    assert "stopped" not in plain.replace("tr.stopped", "")

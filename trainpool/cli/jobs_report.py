@@ -1,7 +1,8 @@
 """``trainpool jobs report JOB``: a sweep's trials report (the pipeline's HTML) as a local file.
 
 On the emulator, trials whose resource carries no per-step measurements get them from
-the metric files the emulator keeps (``<root>/jobs/<id>/trial-<n>/hypertune/``).
+the metric files the emulator keeps (``<root>/jobs/<id>/trial-<n>/hypertune/``). Trials a
+stopping rule stopped early are marked (``trainpool.vertex.sweep.stopped_trials``).
 """
 
 from __future__ import annotations
@@ -49,8 +50,10 @@ def report_command(
     from trainpool.reports.page import trials_page
     from trainpool.reports.sweep_data import from_job
     from trainpool.vertex.jobs import to_rest_json
+    from trainpool.vertex.sweep import stopped_trials
 
-    kind, found = fetch(client(location), job, project, location)
+    jobs = client(location)
+    kind, found = fetch(jobs, job, project, location)
     job_id = found.name.rsplit("/", 1)[-1]
     if kind != "hyperparameterTuningJobs":
         fail(f"JOB: {found.name} is a CustomJob; accepted: a HyperparameterTuningJob (a sweep)")
@@ -62,5 +65,5 @@ def report_command(
         except ValueError as err:  # a metric file line that is not a measurement
             typer.echo(f"warning: per-step curves left out: {err}", err=True)
     path = (out or Path(f"trials-{job_id}.html")).resolve()
-    path.write_text(trials_page(from_job(rest)), encoding="utf-8")
+    path.write_text(trials_page(from_job(rest, stopped_trials(jobs, rest))), encoding="utf-8")
     typer.echo(str(path))

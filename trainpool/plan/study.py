@@ -4,28 +4,23 @@
 or proto numbers; int64 as numbers or strings) and the trial counts. The
 ``hyperparameter_sweep`` component calls it before submitting, and the emulator
 calls it to answer INVALID_ARGUMENT, so the two can never disagree.
+
+The study's other fields (early stopping, fields tuning jobs do not support) are
+:mod:`trainpool.plan.study_fields`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from trainpool.plan.errors import PlanError, Problem
+from trainpool.plan.study_fields import NOT_FOR_TUNING_JOBS, check_fields, field_warnings, number
 from trainpool.spec.study import ENUM_NUMBERS, VALUE_SPECS, enum_name
 
 MAX_DISCRETE_VALUES = 1000
 MIN_DISCRETE_GAP = 1e-10
 _LOG_SCALES = ("UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE")
 _GOALS = ("MAXIMIZE", "MINIMIZE")
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) and not isinstance(value, bool) else None
 
 
 def _enum(
@@ -43,7 +38,7 @@ def _range(problems: list[Problem], field: str, spec: Any, scale: str, integer: 
     if not isinstance(spec, dict):
         problems.append(Problem(field, f"{spec!r}; accepted: {{'minValue': N, 'maxValue': M}}"))
         return
-    low, high = _number(spec.get("minValue")), _number(spec.get("maxValue"))
+    low, high = number(spec.get("minValue")), number(spec.get("maxValue"))
     if low is None or high is None:
         problems.append(
             Problem(
@@ -68,7 +63,7 @@ def _range(problems: list[Problem], field: str, spec: Any, scale: str, integer: 
 
 def _discrete(problems: list[Problem], field: str, spec: Any, scale: str) -> None:
     values = spec.get("values") if isinstance(spec, dict) else None
-    numbers = [_number(v) for v in values] if isinstance(values, list) else []
+    numbers = [number(v) for v in values] if isinstance(values, list) else []
     if not numbers or None in numbers:
         problems.append(
             Problem(f"{field}.values", f"{values!r}; accepted: a non-empty list of numbers")
@@ -121,6 +116,13 @@ def _parameter(problems: list[Problem], field: str, spec: Any, kinds: list[str])
         return str(pid)
     key = given[0]
     kinds.append(key)
+    if isinstance(spec[key], dict) and "defaultValue" in spec[key]:
+        problems.append(
+            Problem(
+                f"{field}.{key}.defaultValue",
+                f"{spec[key]['defaultValue']!r}; {NOT_FOR_TUNING_JOBS}",
+            )
+        )
     scale = enum_name("scaleType", spec.get("scaleType", "SCALE_TYPE_UNSPECIFIED"))
     if scale not in ENUM_NUMBERS["scaleType"].values():
         accepted = ", ".join(ENUM_NUMBERS["scaleType"].values())
@@ -244,6 +246,7 @@ def validate_study(
             study_spec["measurementSelectionType"],
             tuple(ENUM_NUMBERS["measurementSelectionType"].values()),
         )
+    check_fields(problems, study_spec, parameters)
     _counts(problems, int(max_trial_count), int(parallel_trial_count), int(max_failed_trial_count))
     if problems:
         raise PlanError(problems)
@@ -253,7 +256,7 @@ def validate_study(
 def _warnings(
     study_spec: dict[str, Any], algorithm: str, max_trials: int, n_params: int
 ) -> list[str]:
-    warnings = []
+    warnings = field_warnings(study_spec)
     size = grid_size(study_spec)
     if algorithm == "GRID_SEARCH" and size is not None and max_trials > size:
         warnings.append(f"maxTrialCount {max_trials} exceeds the {size} points of the grid")

@@ -121,7 +121,8 @@ def _trial_colorbar(figure: Figure, ax: Axes, low: int, high: int) -> None:
 
 
 def step_curves(sweep: Sweep) -> str | None:
-    """Every trial's reported metric against its step; None when no trial has steps."""
+    """Every trial's reported metric against its step; None when no trial has steps. A
+    trial stopped early is dashed, with an X at the step it stopped at."""
     curves = [(t, sweep.steps.get(t["id"], [])) for t in sweep.trials]
     curves = [(t, steps) for t, steps in curves if steps]
     if not curves:
@@ -132,20 +133,31 @@ def step_curves(sweep: Sweep) -> str | None:
         low, high = min(numbers), max(max(numbers), min(numbers) + 1)
         for trial, steps in curves:
             best = trial["id"] == sweep.best_id
+            stopped = sweep.stopped.get(trial["id"])
             shade = (int(trial["id"]) - low) / (high - low)
+            color = BEST if best else SHADES(shade)
+            label = f"trial {trial['id']}" + (" (best)" if best else "")
             ax.plot(
                 [s for s, _ in steps],
                 [v for _, v in steps],
                 marker="." if len(steps) <= MARKED_STEPS else None,
+                linestyle="--" if stopped else "-",
                 linewidth=2.2 if best else 1.0,
-                color=BEST if best else SHADES(shade),
+                color=color,
                 zorder=3 if best else 2,
-                label=f"trial {trial['id']}" + (" (best)" if best else ""),
+                label=label + (f" (stopped at step {stopped.step})" if stopped else ""),
             )
+            if stopped:
+                at = [v for s, v in steps if s <= stopped.step] or [steps[0][1]]
+                ax.plot([stopped.step], [at[-1]], "X", color=color, markersize=7, zorder=4)
+        if sweep.stopped:
+            ax.plot([], [], "X--", color=FAILED, label="stopped early (at the X)")
         if len(curves) <= LEGEND_TRIALS:
             ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
         else:
             _trial_colorbar(figure, ax, low, high)
+            if sweep.stopped:
+                ax.legend(fontsize=8, loc="best", handles=ax.get_lines()[-1:])
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("step (global_step reported with the metric)")
         ax.set_ylabel(sweep.metric_id)

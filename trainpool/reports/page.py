@@ -24,6 +24,7 @@ th[data-order="desc"]::after { content: " \\25BC"; }
 td:last-child { white-space: pre-wrap; max-width: 45em; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.best { font-weight: bold; background: #fff4e5; }
+tr.stopped td:nth-child(2) { font-style: italic; color: #8a4b00; }
 """
 
 
@@ -31,6 +32,8 @@ def summary(sweep: Sweep) -> str:
     """One line: job state, trials per state, and the best trial with its parameters."""
     states = Counter(t["state"].lower() or "unknown" for t in sweep.trials)
     counts = ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+    if sweep.stopped:
+        counts += f"; {len(sweep.stopped)} stopped early"
     line = f"{sweep.state or 'state unknown'}; {len(sweep.trials)} trials ({counts or 'none'})"
     best = next((t for t in sweep.trials if t["id"] == sweep.best_id), None)
     if best is None:
@@ -70,11 +73,12 @@ def trials_page(sweep: Sweep) -> str:
             history(sweep),
         )
     curves = step_curves(sweep)
+    note = "Every value each trial reported (its measurements), against the reported step."
+    if sweep.stopped:
+        note += " Dashed, with an X: stopped early by the study's stopping rule, at that step."
     parts += _section(
         f"{metric} per step",
-        "Every value each trial reported (its measurements), against the reported step."
-        if curves
-        else "No trial has per-step measurements.",
+        note if curves else "No trial has per-step measurements.",
         curves or "",
     )
     lines = parallel_coordinates(sweep)

@@ -1,14 +1,32 @@
-"""What a trials report shows, read from a HyperparameterTuningJob's REST JSON."""
+"""What a trials report shows, read from a HyperparameterTuningJob's REST JSON.
+
+Which trials a stopping rule stopped early is not in the job resource (``Trial.State`` has
+no such state; a stopped trial ends SUCCEEDED): the caller passes it in, trial id -> the
+message of the trial's CustomJob (``trainpool.vertex.sweep.stopped_trials``). The step a
+trial stopped at is the one that message names ("... at step 4: ...", the emulator's
+wording), else the trial's last reported step.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainpool.spec.study import enum_name
 from trainpool.spec.trials import best_trial, trial_rows
 
 Steps = list[tuple[int, float]]
+AT_STEP = re.compile(r"\bat step (\d+)\b")
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """A trial a stopping rule stopped early: the step it stopped at, and why."""
+
+    step: int
+    why: str
 
 
 @dataclass(frozen=True)
@@ -32,6 +50,7 @@ class Sweep:
     trials: list[dict[str, Any]]
     steps: dict[str, Steps]
     best_id: str | None
+    stopped: dict[str, Stopped] = field(default_factory=dict)
 
     def measured(self) -> list[dict[str, Any]]:
         """Trials that reported the metric, in trial order."""
@@ -57,13 +76,21 @@ def trial_steps(trial: dict[str, Any], metric_id: str) -> Steps:
     return sorted(steps)
 
 
-def from_job(job: dict[str, Any]) -> Sweep:
-    """The report's view of a HyperparameterTuningJob (REST JSON, enums as names or numbers)."""
+def stop_of(why: str, steps: Steps) -> Stopped:
+    """Where a stopped trial stopped: the step its message names, else its last step."""
+    named = AT_STEP.search(why)
+    return Stopped(int(named.group(1)) if named else (steps[-1][0] if steps else 0), why)
+
+
+def from_job(job: dict[str, Any], stopped: Mapping[str, str] | None = None) -> Sweep:
+    """The report's view of a HyperparameterTuningJob (REST JSON, enums as names or numbers);
+    ``stopped``: the trials a stopping rule stopped early, trial id -> why."""
     study = job["studySpec"]
     metric = study["metrics"][0]
     metric_id, goal = metric["metricId"], enum_name("goal", metric.get("goal", "MAXIMIZE"))
     rows = trial_rows(job)
     best = best_trial(rows, metric_id, goal)
+    steps = {t["id"]: trial_steps(t, metric_id) for t in job.get("trials", [])}
     return Sweep(
         name=job.get("displayName") or job.get("name", ""),
         state=str(job.get("state", "")),
@@ -71,6 +98,7 @@ def from_job(job: dict[str, Any]) -> Sweep:
         goal=goal,
         parameters=tuple(parameter(p) for p in study.get("parameters", [])),
         trials=rows,
-        steps={t["id"]: trial_steps(t, metric_id) for t in job.get("trials", [])},
+        steps=steps,
         best_id=best["id"] if best else None,
+        stopped={k: stop_of(why, steps.get(k, [])) for k, why in (stopped or {}).items()},
     )

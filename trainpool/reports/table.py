@@ -39,25 +39,34 @@ def cell(value: Any) -> str:
 
 
 def trials_table(sweep: Sweep) -> str:
-    """The table's HTML; the best trial's row is marked."""
+    """The table's HTML; the best trial's row is marked, and each trial a stopping rule
+    stopped early (its state says so, with the step it stopped at and why)."""
     names = [p.id for p in sweep.parameters]
     names += sorted({n for t in sweep.trials for n in t["parameters"]} - set(names))
-    heads = ["trial", "state", *names, f"{sweep.metric_id} (final)", "steps", "message"]
+    stop_column = ["stopped at step"] if sweep.stopped else []
+    heads = ["trial", "state", *names, f"{sweep.metric_id} (final)", "steps", *stop_column]
+    heads.append("message")
     lines = [
         '<table class="sortable" id="trials">',
         "<thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in heads) + "</tr></thead><tbody>",
     ]
     for trial in sweep.trials:
         steps = len(sweep.steps.get(trial["id"], []))
+        stopped = sweep.stopped.get(trial["id"])
+        state = f"{trial['state']}, stopped early" if stopped else trial["state"]
         cells = [
             cell(int(trial["id"])),
-            cell(trial["state"]),
+            cell(state),
             *(cell(trial["parameters"].get(n)) for n in names),
             cell(trial["metrics"].get(sweep.metric_id)),
             cell(steps or None),
-            cell(trial["infeasible_reason"] or None),
+            *([cell(stopped.step if stopped else None)] if stop_column else []),
+            cell(trial["infeasible_reason"] or (stopped.why if stopped else None)),
         ]
-        best = ' class="best"' if trial["id"] == sweep.best_id else ""
-        lines.append(f"<tr{best}>" + "".join(cells) + "</tr>")
+        marks = [
+            m for m, on in (("best", trial["id"] == sweep.best_id), ("stopped", stopped)) if on
+        ]
+        kind = f' class="{" ".join(marks)}"' if marks else ""
+        lines.append(f"<tr{kind}>" + "".join(cells) + "</tr>")
     lines.append("</tbody></table>")
     return "\n".join(lines)

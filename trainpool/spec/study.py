@@ -6,14 +6,25 @@ Readable form (what a pipeline user writes)::
      "parameters": {"lr": {"type": "double", "min": 1e-4, "max": 0.1, "scale": "log"},
                     "batch_size": {"type": "discrete", "values": [32, 64, 128]},
                     "optimizer": {"type": "categorical", "values": ["adam", "sgd"]}},
-     "algorithm": "random", "measurement": "best"}
+     "algorithm": "random", "measurement": "best",
+     "early_stopping": {"median": {}}}
 
 REST form (what Vertex takes)::
 
     {"metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
      "parameters": [{"parameterId": "lr", "doubleValueSpec": {"minValue": 0.0001, "maxValue": 0.1},
                      "scaleType": "UNIT_LOG_SCALE"}, ...],
-     "algorithm": "RANDOM_SEARCH", "measurementSelectionType": "BEST_MEASUREMENT"}
+     "algorithm": "RANDOM_SEARCH", "measurementSelectionType": "BEST_MEASUREMENT",
+     "medianAutomatedStoppingSpec": {}}
+
+``early_stopping`` is one of the ``automated_stopping_spec`` oneof of ``StudySpec``, its
+fields in snake_case: ``{"median": {"use_elapsed_duration": bool}}``
+(``medianAutomatedStoppingSpec``), ``{"decay_curve": {"use_elapsed_duration": bool}}``
+(``decayCurveStoppingSpec``), ``{"convex": {"max_step_count": int, "min_step_count": int,
+"min_measurement_count": int, "learning_rate_parameter_name": str, "use_elapsed_duration":
+bool, "update_all_stopped_trials": bool}}`` (``convexAutomatedStoppingSpec``); a name alone
+(``"median"``) is that rule with its defaults, and ``"none"`` (or ``{"none": {}}``) is no
+automated stopping. The fields go to Vertex unchanged.
 
 This module checks shape only (known keys, known names, the fields each type
 needs); the rules of Vertex (grid needs no DOUBLE, log needs a positive range…)
@@ -55,8 +66,30 @@ ENUM_NUMBERS = {
         1: "LAST_MEASUREMENT",
         2: "BEST_MEASUREMENT",
     },
+    "observationNoise": {0: "OBSERVATION_NOISE_UNSPECIFIED", 1: "LOW", 2: "HIGH"},
 }
-_TOP_KEYS = ("metrics", "parameters", "algorithm", "measurement")
+STOPPING = {
+    "median": "medianAutomatedStoppingSpec",
+    "decay_curve": "decayCurveStoppingSpec",
+    "convex": "convexAutomatedStoppingSpec",
+}
+"""The readable rule names and the ``automated_stopping_spec`` oneof's REST fields."""
+STOPPING_FIELDS: dict[str, dict[str, tuple[str, type]]] = {
+    "median": {"use_elapsed_duration": ("useElapsedDuration", bool)},
+    "decay_curve": {"use_elapsed_duration": ("useElapsedDuration", bool)},
+    "convex": {
+        "max_step_count": ("maxStepCount", int),
+        "min_step_count": ("minStepCount", int),
+        "min_measurement_count": ("minMeasurementCount", int),
+        "learning_rate_parameter_name": ("learningRateParameterName", str),
+        "use_elapsed_duration": ("useElapsedDuration", bool),
+        "update_all_stopped_trials": ("updateAllStoppedTrials", bool),
+    },
+}
+"""Each rule's readable fields: their REST name and type."""
+KINDS = {int: "a whole number", bool: "true or false", str: "a string"}
+NO_STOPPING = "none"
+_TOP_KEYS = ("metrics", "parameters", "algorithm", "measurement", "early_stopping")
 _PARAM_KEYS = {
     "double": ("type", "min", "max", "scale"),
     "integer": ("type", "min", "max", "scale"),
@@ -150,9 +183,57 @@ def to_study_spec(study: dict[str, Any]) -> dict[str, Any]:
         rest["measurementSelectionType"] = _choice(
             problems, "study.measurement", study["measurement"], MEASUREMENTS
         )
+    if "early_stopping" in study:
+        rest.update(_stopping(problems, "study.early_stopping", study["early_stopping"]))
     if problems:
         raise StudyError(problems)
     return rest
+
+
+def _stopping(problems: list[str], field: str, value: Any) -> dict[str, Any]:
+    accepted = f"{{rule: {{...}}}} or a rule's name; rules: {', '.join(STOPPING)}, {NO_STOPPING}"
+    if isinstance(value, str):
+        value = {value: {}}
+    if not isinstance(value, dict) or len(value) != 1:
+        problems.append(f"{field}: {value!r}; accepted: exactly one {accepted}")
+        return {}
+    ((name, fields),) = value.items()
+    name = str(name).lower()
+    if name == NO_STOPPING:
+        return {}
+    if name not in STOPPING:
+        problems.append(f"{field}: {name!r} is not a rule; accepted: {accepted}")
+        return {}
+    if fields is None:
+        fields = {}
+    if not isinstance(fields, dict):
+        problems.append(f"{field}.{name}: {fields!r}; accepted: a mapping ({{}} for defaults)")
+        return {}
+    known = STOPPING_FIELDS[name]
+    _unknown(problems, f"{field}.{name}", fields, tuple(known))
+    spec: dict[str, Any] = {}
+    for key, given in fields.items():
+        if key not in known:
+            continue
+        rest_key, kind = known[key]
+        if kind is int and isinstance(given, float) and given == int(given):
+            given = int(given)  # KFP hands dict values over as floats
+        if not isinstance(given, kind) or (kind is int and isinstance(given, bool)):
+            problems.append(f"{field}.{name}.{key}: {given!r}; accepted: {KINDS[kind]}")
+            continue
+        spec[rest_key] = given
+    return {STOPPING[name]: spec}
+
+
+def with_early_stopping(rest: dict[str, Any], early_stopping: Any) -> dict[str, Any]:
+    """``rest`` (a StudySpec in REST JSON) with its ``automated_stopping_spec`` replaced by
+    the readable ``early_stopping`` (``"none"``: removed); raises ``StudyError``."""
+    problems: list[str] = []
+    chosen = _stopping(problems, "early_stopping", early_stopping)
+    if problems:
+        raise StudyError(problems)
+    kept = {k: v for k, v in rest.items() if k not in STOPPING.values()}
+    return {**kept, **chosen}
 
 
 def enum_name(field: str, value: Any) -> str:
@@ -197,4 +278,18 @@ def from_study_spec(rest: dict[str, Any]) -> dict[str, Any]:
         study["measurement"] = _short(
             MEASUREMENTS, "measurementSelectionType", rest["measurementSelectionType"]
         )
+    for name, rest_key in STOPPING.items():
+        if isinstance(rest.get(rest_key), dict):
+            study["early_stopping"] = {name: _readable_stopping(name, rest[rest_key])}
     return study
+
+
+def _readable_stopping(name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """One stopping spec's REST fields (int64 as numbers or strings) in readable form;
+    default values (0, false, "") are left out, as the proto prints them or not."""
+    readable: dict[str, Any] = {}
+    for key, (rest_key, kind) in STOPPING_FIELDS[name].items():
+        value = spec.get(rest_key)
+        if value:
+            readable[key] = int(float(value)) if kind is int else kind(value)
+    return readable

@@ -3,6 +3,8 @@
 The trial spec is built exactly like ``launch_custom_job``'s job spec (pools in
 place, images filled, planner's rules), and the study is checked by
 ``trainpool.plan.validate_study`` (the emulator's rule too) before anything is created.
+Early stopping is the study's ``early_stopping`` (readable) or its stopping spec (REST),
+or the ``early_stopping`` argument, which replaces it; it reaches Vertex unchanged.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.spec import coerce_ints
-from trainpool.spec.study import enum_name, to_study_spec
+from trainpool.spec.study import STOPPING, enum_name, to_study_spec, with_early_stopping
 from trainpool.spec.trials import best_trial, trial_rows
-from trainpool.vertex import jobs
+from trainpool.vertex import clients, jobs
 from trainpool.vertex.launch import (
     JobFailed,
     Options,
@@ -50,12 +52,16 @@ def tuning_job(
     task_id: str,
     job_fields: dict[str, Any] | None = None,
     log: Callable[[str], None] = print,
+    early_stopping: Any = None,
 ) -> dict[str, Any]:
-    """The whole HyperparameterTuningJob (REST JSON) one task creates."""
+    """The whole HyperparameterTuningJob (REST JSON) one task creates; ``early_stopping``
+    (readable, e.g. ``{"median": {}}``; empty: the study's own) replaces the study's."""
     from trainpool.plan.study import validate_study
 
     require(display_name=display_name)
     spec = study_spec(study)
+    if early_stopping:
+        spec = with_early_stopping(spec, coerce_ints(copy.deepcopy(early_stopping)))
     for warning in validate_study(
         spec,
         max_trial_count=max_trial_count,
@@ -84,6 +90,7 @@ class SweepResult:
     trials: list[dict[str, Any]]
     best: dict[str, Any] | None = field(default=None)
     job: dict[str, Any] = field(default_factory=dict)  # the final job as REST JSON
+    stopped: dict[str, str] = field(default_factory=dict)  # stopped_trials(job)
 
     def raise_for_state(self) -> None:
         """Fail the task unless the job succeeded with at least one measured trial."""
@@ -138,7 +145,31 @@ def write_reports(result: SweepResult, trials_path: str, html_path: str) -> None
     from trainpool.reports.sweep_data import from_job
 
     Path(trials_path).write_text(json.dumps(result.trials, indent=2, sort_keys=True))
-    Path(html_path).write_text(trials_page(from_job(result.job)), encoding="utf-8")
+    Path(html_path).write_text(trials_page(from_job(result.job, result.stopped)), encoding="utf-8")
+
+
+def stopped_trials(client: Any, job: dict[str, Any]) -> dict[str, str]:
+    """The trials of ``job`` (REST JSON) a stopping rule stopped early: id -> why.
+
+    Asked only when the study has an ``automated_stopping_spec``: a SUCCEEDED trial whose
+    CustomJob ended CANCELLED, with that job's message (the emulator's contract; Vertex does
+    not document how a stopped trial's job ends, and a job that cannot be read is skipped).
+    """
+    from google.api_core import exceptions
+
+    if not any(key in job.get("studySpec", {}) for key in STOPPING.values()):
+        return {}
+    stopped = {}
+    for trial in job.get("trials", []):
+        if trial.get("state") not in ("SUCCEEDED", 4) or not trial.get("customJob"):
+            continue
+        try:
+            custom = client.get_custom_job(name=trial["customJob"], timeout=jobs.CALL_TIMEOUT_S)
+        except exceptions.GoogleAPICallError:
+            continue
+        if jobs.state_name(custom) == "JOB_STATE_CANCELLED":
+            stopped[str(trial["id"])] = custom.error.message or "stopped early"
+    return stopped
 
 
 def run_sweep(
@@ -154,6 +185,7 @@ def run_sweep(
     metric = job["studySpec"]["metrics"][0]
     goal = enum_name("goal", metric["goal"])
     rows = trial_rows(rest)
+    client = runner.client if runner else clients.job_client(location)
     return SweepResult(
         job_name=final.name,
         state=jobs.state_name(final),
@@ -163,4 +195,5 @@ def run_sweep(
         trials=rows,
         best=best_trial(rows, metric["metricId"], goal),
         job=rest,
+        stopped=stopped_trials(client, rest),
     )

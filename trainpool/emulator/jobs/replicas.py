@@ -9,6 +9,9 @@
 - When pools 0 and 1 have all exited 0 the job succeeded; evaluators (pool 3) get
   ``EVALUATOR_GRACE_S`` to finish their last evaluation, parameter servers are stopped.
 - Cancel stops every replica (SIGTERM, then SIGKILL) and ends CANCELLED.
+- A stop asked by the service (:class:`Stop`: a sweep's automated stopping rule stopping a
+  trial's CustomJob early) stops every replica the same way and ends CANCELLED, code 1, with
+  the stop's reason as the message instead of "CANCELED".
 - ``scheduling.timeout`` passing stops every replica and fails the job.
 - Preemption (``preempt`` set) stops every replica the same way, as a VM going away, and
   fails the job as :data:`trainpool.emulator.jobs.failure_rules.PREEMPTION_RULE` says: no restart,
@@ -154,17 +157,20 @@ def run_replicas(
     note: Callable[[str], None] = lambda _: None,
     kill: KillFault | None = None,
     preempt: threading.Event | None = None,
+    stop: Stop | None = None,
 ) -> Outcome:
     """Start every launch, watch, restart and stop them, and say how the job ended.
 
     ``on_started`` gets every set of processes started (first start and restarts);
     ``on_running`` is called once, when every replica has started; ``preempt`` set ends
-    the run preempted. Whatever ends the run
+    the run preempted; ``stop`` set ends it CANCELLED with its reason. Whatever ends the run
     (an outcome, a start that fails, a callback raising), no replica is left running; a
     run cancelled before it starts starts nothing.
     """
     if cancel.is_set():
         return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
+    if stop is not None and stop.is_set():
+        return Outcome("CANCELLED", CODE_CANCELLED, stop.reason)
     run = _Run(launches, policy or RetryPolicy(), on_started, note)
     try:
         try:
@@ -172,7 +178,7 @@ def run_replicas(
         except OSError as err:
             return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
         on_running()
-        return _watch(run, cancel, timeout_s, kill, preempt or threading.Event())
+        return _watch(run, cancel, timeout_s, kill, preempt or threading.Event(), stop or Stop())
     finally:
         processes.stop(list(run.replicas.values()))
 
@@ -183,12 +189,15 @@ def _watch(
     timeout_s: float | None,
     kill: KillFault | None,
     preempt: threading.Event,
+    stop: Stop,
 ) -> Outcome:
     began = time.monotonic()
     finished_at: float | None = None
     while True:
         if cancel.is_set():
             return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
+        if stop.is_set():
+            return Outcome("CANCELLED", CODE_CANCELLED, stop.reason)
         if preempt.is_set():
             return Outcome(
                 "FAILED", CODE_RESOURCE_EXHAUSTED, preemption_message(sorted(run.replicas))
@@ -231,13 +240,31 @@ def _apply_kill(run: _Run, kill: KillFault) -> None:
             processes.signal_group(replica.pgid, signal.SIGKILL)
 
 
+class Stop:
+    """The service stopping a job early, with its reason (a sweep's stopping rule); set once."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+
+    def set(self, reason: str) -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+
 @dataclass(frozen=True)
 class Controls:
-    """How a running job is stopped from outside: ``cancel``, or ``preempt`` (its VMs
-    reclaimed, :mod:`trainpool.emulator.faults.preemption`)."""
+    """How a running job is stopped from outside: ``cancel``, ``preempt`` (its VMs
+    reclaimed, :mod:`trainpool.emulator.faults.preemption`), or ``stop`` (the service stops
+    it early, :class:`Stop`)."""
 
     cancel: threading.Event = field(default_factory=threading.Event)
     preempt: threading.Event = field(default_factory=threading.Event)
+    stop: Stop = field(default_factory=Stop)
 
 
 def run_spec(
@@ -274,6 +301,7 @@ def run_spec(
         note=note,
         kill=kill,
         preempt=controls.preempt,
+        stop=controls.stop,
     )
     note(f"ended {outcome.state}" + (f": {outcome.message}" if outcome.message else ""))
     return outcome

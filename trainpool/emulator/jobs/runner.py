@@ -1,7 +1,8 @@
 """The job engine's front: one thread per running job, its controls, recovery after a crash.
 
 :meth:`Runner.submit` runs a job's work in a thread of its own with :class:`Controls`
-(cancel, preempt) that :meth:`Runner.cancel` and :meth:`Runner.preempt` set; the work runs
+(cancel, preempt, stop) that :meth:`Runner.cancel`, :meth:`Runner.preempt` and
+:meth:`Runner.stop` set; the work runs
 the job's replicas with :func:`trainpool.emulator.jobs.replicas.run_spec`. Each job's
 replica processes are recorded in SQLite while they run, so a server that restarts after a
 crash stops what the dead server left behind (only processes provably its own) and marks
@@ -166,6 +167,16 @@ class Runner:
         if controls is None:
             return False
         controls.cancel.set()
+        return True
+
+    def stop(self, name: str, reason: str) -> bool:
+        """Stop job ``name`` early for the service (a sweep's stopping rule): its replicas are
+        stopped and it ends CANCELLED with ``reason``; False when it is not running here."""
+        with self._lock:
+            controls = self._controls.get(name)
+        if controls is None:
+            return False
+        controls.stop.set(reason)
         return True
 
     def preempt(self, name: str) -> bool:

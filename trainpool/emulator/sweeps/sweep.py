@@ -18,6 +18,11 @@ Its measurements are every record of workerpool0-0's hypertune metric file
 (``Trial.measurements``, whatever the trial's outcome); its final measurement is chosen
 from them by the study's ``measurementSelectionType``. Whether failed trials fail the
 job is :func:`trainpool.emulator.sweeps.trial_rules.trials_fail_job` (0: the service decides).
+
+With an ``automated_stopping_spec`` in the study, running trials are watched and stopped
+early by its rule (:mod:`trainpool.emulator.sweeps.stopping`: STOPPING, then SUCCEEDED with
+the selected measurement). Study fields the emulator does not apply are named in the job
+log (:mod:`trainpool.emulator.sweeps.study_fields`).
 """
 
 from __future__ import annotations
@@ -40,8 +45,15 @@ from trainpool.emulator.jobs.replicas import Controls, Outcome, run_spec
 from trainpool.emulator.jobs.runner import Runner, job_spec_rest
 from trainpool.emulator.records.kinds import CUSTOM_JOBS
 from trainpool.emulator.records.resources import now
+from trainpool.emulator.sweeps.stopping import EarlyStopping
+from trainpool.emulator.sweeps.study_fields import notes
 from trainpool.emulator.sweeps.suggestions import Params, Search
-from trainpool.emulator.sweeps.trial_rules import measurement, trials_fail_job, trials_rule
+from trainpool.emulator.sweeps.trial_rules import (
+    measurement,
+    stopping_rule,
+    trials_fail_job,
+    trials_rule,
+)
 from trainpool.runtime.hypertune import MetricRecord, read_metrics
 
 Trial = study_types.Trial
@@ -102,9 +114,21 @@ class TuningRun:
         self.note = JobLog(runner.files(name).log)
         self.failed = 0
         self.succeeded = 0
+        self.notes = notes(study)
+        self.rule = stopping_rule(study)
+        self.early = (
+            EarlyStopping(runner, name, self.rule, self.metric_id, self.goal, self.note)
+            if self.rule
+            else None
+        )
+        self.started: dict[str, datetime] = {}
 
     def run(self) -> Outcome:
         self.note(f"search algorithm {self.search.note}")
+        for line in self.notes:
+            self.note(line)
+        if self.rule is not None:
+            self.note(f"automated stopping: {self.rule.describe()}")
         self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING)
         running: dict[futures.Future[Outcome], tuple[int, str, str]] = {}
         started = 0
@@ -141,6 +165,8 @@ class TuningRun:
                     failure = self._finish_trial(number, trial_id, future.result()) or failure
                 if failure is not None:
                     self.cancel.set()
+                elif self.early and not self.cancel.is_set():
+                    self.early.check()
         if failure is not None:
             return failure
         if self.cancel.is_set():
@@ -180,14 +206,18 @@ class TuningRun:
         link = self.runner.files(job_name).dir
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(os.path.relpath(trial_dir, link.parent))
+        started = self.started[trial_id] = now()
         trial = Trial(
             id=trial_id,
             state=Trial.State.ACTIVE,
             parameters=[Trial.Parameter(parameter_id=k, value=v) for k, v in params.items()],
-            start_time=now(),
+            start_time=started,
             custom_job=job_name,
         )
         self.runner.update(self.name, lambda job: job.trials.append(trial))
+        if self.early:
+            metric_file = self.runner.files(self.name, trial_id).metric_file()
+            self.early.start(trial_id, job_name, metric_file, started.timestamp())
         self.note(f"trial {trial_id} started with {params} as {job_name}")
         return job_name, controls
 
@@ -201,7 +231,12 @@ class TuningRun:
             records = read_metrics(str(metric_file))
         except ValueError as err:  # a line the trainer wrote is not a measurement
             records, unreadable = [], str(err)
-        if outcome.state == "SUCCEEDED":
+        started = self.started.pop(trial_id).timestamp()
+        reported = records[-1].global_step if records else 0
+        early = False
+        if self.early:
+            records, early = self.early.end(trial_id, outcome.state, records, started)
+        if outcome.state == "SUCCEEDED" or early:
             result = measurement(records, self.metric_id, self.goal, self.selection)
             if unreadable:
                 reason = f"The trial's metric file cannot be read: {unreadable}"
@@ -231,8 +266,17 @@ class TuningRun:
             )
 
         self.runner.update(self.name, record)
+        if result is not None and early:
+            self.succeeded += 1
+            self.note(
+                f"trial {trial_id} SUCCEEDED, stopped early after step {reported}: "
+                f"{self.metric_id}={result[0]} ({self.selection})"
+            )
+            return None
         if result is not None:
             self.succeeded += 1
+            if self.early:
+                self.early.watch.complete(records, started, result[0])
             self.note(f"trial {trial_id} SUCCEEDED: {self.metric_id}={result[0]}")
             return None
         if outcome.state == "CANCELLED":
