@@ -10,6 +10,7 @@ import pytest
 from fixtures.pipelines import compile_fixture
 from typer.testing import CliRunner
 
+from trainpool import redirect
 from trainpool.cli import app
 from trainpool.config import EMULATOR_ENV
 from trainpool.localrun.runner import run_local
@@ -217,7 +218,9 @@ def test_a_task_runs_outside_the_checkout_with_the_runs_project_and_no_shell_env
     assert seen["project"] == "demo-project" and seen["location"] == "europe-west4"
     assert Path(seen["cwd"]).is_relative_to(tmp_path / "localrun"), seen["cwd"]
     assert not Path(seen["cwd"]).is_relative_to(Path(__file__).resolve().parents[1])
-    assert seen["env"] == {"TRAINPOOL_TEST_SENTINEL": None, "PYTHONPATH": None}
+    # the shell's PYTHONPATH stays out; the task's is only the folder that points Google's
+    # clients at the emulator (trainpool.redirect), as GCPC's launchers need
+    assert seen["env"] == {"TRAINPOOL_TEST_SENTINEL": None, "PYTHONPATH": str(redirect.SITE)}
     assert os.environ["TRAINPOOL_TEST_SENTINEL"] == "from-my-shell", "the caller's env is back"
 
 
