@@ -18,7 +18,7 @@ from google.cloud.devtools.cloudbuild_v1 import types
 import trainpool.emulator as emulator
 from trainpool.emulator import Faults
 from trainpool.emulator.builds.local_builds import HOLD_ENV
-from trainpool.images import local_store
+from trainpool.images import builder, local_store
 from trainpool.images.cloud_build import MARKERS, cloud_build_client
 from trainpool.images.service import build_image
 
@@ -279,3 +279,25 @@ def test_a_build_running_when_the_server_died_ends_failure_after_a_restart(
         after = cloud_build_client().get_build(project_id=PROJECT, id=build_id)
     assert after.status == types.Build.Status.FAILURE
     assert after.status_detail.startswith("The emulator stopped while this build was running")
+
+
+def test_the_default_source_bucket_is_made_on_first_use_as_gcloud_builds_submit_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gcloud builds submit --gcs-source-staging-dir``: "If the default bucket is used and
+    it does not exist, it will be created"; a bucket the caller names is never made."""
+    from google.cloud import storage
+
+    from trainpool.images.cloud_build import CloudBuildBackend
+
+    with emulator.start(tmp_path / "emu", storage=True) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", emu.storage_address or "")
+        context, _ = builder.prepare(
+            builder.BuildRequest(source_dir=tiny(tmp_path / "src"), repository=REPO)
+        )
+        CloudBuildBackend("fresh-project", log=lambda _: None).upload(context)
+        assert storage.Client().bucket("fresh-project_cloudbuild").exists()
+        named = CloudBuildBackend("fresh-project", bucket="not-made-here", log=lambda _: None)
+        with pytest.raises(Exception, match="not-made-here"):
+            named.upload(context)

@@ -102,6 +102,7 @@ class CloudBuildBackend:
         if not project:
             raise ValueError("project: '' is empty; accepted: the Google Cloud project to build in")
         self.project = project
+        self.default_bucket = not bucket
         self.bucket_name = bucket or f"{project}_cloudbuild"
         self.poll_s = poll_s
         self.wait_s = wait_s
@@ -121,6 +122,11 @@ class CloudBuildBackend:
     def upload(self, context: Context) -> str:
         """Upload the context tarball for one build; return its object name."""
         obj = f"{CONTEXTS}/{context.digest}-{uuid.uuid4().hex[:12]}.tar.gz"
+        if self.default_bucket and not self.bucket.exists():
+            # as `gcloud builds submit` does ("--gcs-source-staging-dir ... If the default
+            # bucket is used and it does not exist, it will be created"): made on first use
+            self.bucket.create()
+            self.log(f"created gs://{self.bucket_name}, Cloud Build's default source bucket")
         data = io.BytesIO()
         context.write_tarball(data)
         self.bucket.blob(obj).upload_from_string(data.getvalue(), content_type="application/gzip")
