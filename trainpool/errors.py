@@ -46,3 +46,15 @@ class InputError(ValueError):
     def of(cls, field: str, message: str) -> InputError:
         """One problem: ``field: message``."""
         return cls([Problem(field, message)])
+
+
+def brief(value: object, limit: int = 80) -> str:
+    """``value`` as it reads in a message: ``repr`` of a string, cut to about ``limit``
+    characters with its full length said, so a 20 MB value makes a short message."""
+    if isinstance(value, str | bytes):
+        if len(value) <= limit:
+            return repr(value)
+        unit = "characters" if isinstance(value, str) else "bytes"
+        return f"{value[:limit]!r}... ({len(value):,} {unit})"
+    text = str(value)
+    return text if len(text) <= limit + 20 else f"{text[:limit]}... ({len(text):,} characters)"

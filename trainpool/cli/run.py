@@ -49,10 +49,10 @@ def run_command(
 
     from rich.console import Console
 
+    from trainpool.errors import InputError
     from trainpool.localrun.runner import run_local
     from trainpool.localrun.summary import job_lines
     from trainpool.spec.pipeline_params import (
-        ParamError,
         load_pipeline_spec,
         parse_params,
         pipeline_inputs,
@@ -61,10 +61,8 @@ def run_command(
     try:
         spec = load_pipeline_spec(pipeline)
         values = parse_params(param or [], pipeline_inputs(spec))
-    except ParamError as err:
+    except InputError as err:
         fail(str(err))
-    except (OSError, ValueError) as err:
-        fail(f"PIPELINE: {err}")
     store = root or default_root()
     try:
         result = run_local(
