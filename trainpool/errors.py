@@ -48,13 +48,17 @@ class InputError(ValueError):
         return cls([Problem(field, message)])
 
 
-def brief(value: object, limit: int = 80) -> str:
-    """``value`` as it reads in a message: ``repr`` of a string, cut to about ``limit``
-    characters with its full length said, so a 20 MB value makes a short message."""
+def brief(value: object, limit: int = 80, *, quoted: bool = True) -> str:
+    """``value`` as it reads in a message: ``repr`` of a string (its text when not
+    ``quoted``), cut to about ``limit`` characters with its full length said, so a 20 MB
+    value makes a short message."""
     if isinstance(value, str | bytes):
+        unit = "characters" if isinstance(value, str) else "bytes"
+        if not quoted:
+            text = value if isinstance(value, str) else repr(value)
+            return text if len(value) <= limit else f"{text[:limit]}... ({len(value):,} {unit})"
         if len(value) <= limit:
             return repr(value)
-        unit = "characters" if isinstance(value, str) else "bytes"
         return f"{value[:limit]!r}... ({len(value):,} {unit})"
     text = str(value)
     return text if len(text) <= limit + 20 else f"{text[:limit]}... ({len(text):,} characters)"

@@ -174,11 +174,11 @@ def _unknown(name: str, inputs: Mapping[str, str]) -> str:
     close = difflib.get_close_matches(name, list(inputs), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     accepted = ", ".join(sorted(inputs)) or "none (the pipeline takes no parameters)"
-    shown = brief(name)[1:-1]
+    shown = brief(name, quoted=False)
     return f"--param {shown}: the pipeline has no such parameter{hint}; accepted: {accepted}"
 
 
 def _wrong_type(name: str, value: Any, kind: str) -> str:
     accepted = _ACCEPTED.get(kind, kind)
-    shown = brief(value if isinstance(value, str) else str(value))[1:-1]
-    return f"--param {brief(name)[1:-1]}={shown}: {name} is {kind}; accepted: {accepted}"
+    shown = brief(value if isinstance(value, str) else str(value), quoted=False)
+    return f"--param {brief(name, quoted=False)}={shown}: {name} is {kind}; accepted: {accepted}"

@@ -7,6 +7,7 @@ are accepted as ints; ``4.5`` is refused.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -185,7 +186,8 @@ def load_request(src: str | Path | dict[str, Any] | ClusterRequest) -> ClusterRe
             [
                 Problem(
                     "request",
-                    f"{brief(data)} is not a mapping; accepted: a mapping with at least 'primary'",
+                    f"{brief(json.dumps(data, default=str), quoted=False)} is not a mapping; "
+                    "accepted: a mapping with at least 'primary'",
                 )
             ]
         )

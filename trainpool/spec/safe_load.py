@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from trainpool.errors import InputError, brief
+from trainpool.errors import InputError, Problem, brief
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
@@ -61,7 +61,7 @@ class UnsafeDocument(InputError):
 
 
 def _refuse(field: str, message: str) -> UnsafeDocument:
-    return UnsafeDocument.of(field, message)
+    return UnsafeDocument([Problem(field, message)])
 
 
 def decode(data: bytes, field: str) -> str:
@@ -211,9 +211,9 @@ def load_yaml(text: str | bytes, field: str) -> Any:
         raise
     except yaml.YAMLError as err:
         said = " ".join(str(err).split())
-        raise _refuse(field, f"not valid YAML or JSON: {brief(said, 300)[1:-1]}") from None
+        raise _refuse(field, f"not valid YAML or JSON: {brief(said, 300, quoted=False)}") from None
     except ValueError as err:  # e.g. an integer of more than 4300 digits
-        raise _refuse(field, f"not accepted: {brief(str(err), 200)[1:-1]}") from None
+        raise _refuse(field, f"not accepted: {brief(str(err), 200, quoted=False)}") from None
     finally:
         if loader is not None:
             loader.dispose()
@@ -270,4 +270,4 @@ def load_json(text: str | bytes, field: str) -> Any:
     except json.JSONDecodeError as err:
         raise _refuse(field, f"not valid JSON: {err.msg} at offset {err.pos}") from None
     except (ValueError, RecursionError) as err:
-        raise _refuse(field, f"not accepted: {brief(str(err), 200)[1:-1]}") from None
+        raise _refuse(field, f"not accepted: {brief(str(err), 200, quoted=False)}") from None
