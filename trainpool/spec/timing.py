@@ -20,6 +20,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from google.protobuf.duration_pb2 import Duration
 
+from trainpool.errors import brief
+
 _TZ_PREFIX = re.compile(r"^(?:CRON_TZ|TZ)=(\S*)\s*(.*)$")
 _DURATION = re.compile(r"(-?)([0-9]{1,12})(?:\.([0-9]{1,9}))?s")
 MAX_DURATION_S = 315_576_000_000
@@ -48,7 +50,7 @@ def check_zone(zone: str) -> None:
         ZoneInfo(zone)
     except (ZoneInfoNotFoundError, ValueError) as err:
         raise ValueError(
-            f"time zone {zone!r} is unknown; accepted: an IANA time zone such as "
+            f"time zone {brief(zone)} is unknown; accepted: an IANA time zone such as "
             "America/New_York or UTC"
         ) from err
 
@@ -61,5 +63,5 @@ def split_cron(cron: str) -> tuple[str, str]:
         check_zone(zone)
     fields = body.split()
     if len(fields) != 5 or not croniter.is_valid(" ".join(fields)):
-        raise ValueError(f"{cron!r} is not a cron expression; accepted: {CRON_ACCEPTED}")
+        raise ValueError(f"{brief(cron)} is not a cron expression; accepted: {CRON_ACCEPTED}")
     return zone, " ".join(fields)
