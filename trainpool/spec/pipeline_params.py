@@ -39,7 +39,7 @@ class ParamError(InputError):
 def load_pipeline_spec(path: str | Path, field: str = "PIPELINE") -> dict[str, Any]:
     """The PipelineSpec of a compiled pipeline YAML (its first document), read by
     :mod:`trainpool.spec.safe_load`; an InputError naming ``field`` otherwise."""
-    spec = load_yaml_file(path, field)
+    spec = load_yaml_file(path, field, first=True)
     if not isinstance(spec, dict) or "root" not in spec or "pipelineInfo" not in spec:
         raise InputError.of(
             field,

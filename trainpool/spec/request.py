@@ -121,7 +121,8 @@ def _accepted_keys(loc: tuple[Any, ...]) -> list[str]:
 def _field_path(loc: tuple[Any, ...]) -> str:
     path = ""
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        name = brief(str(part), 60, quoted=False)
+        path += f"[{part}]" if isinstance(part, int) else (f".{name}" if path else name)
     return path or "request"
 
 
@@ -134,7 +135,7 @@ def problems_from(err: ValidationError) -> list[Problem]:
         value = item.get("input")
         kind = item["type"]
         if kind == "extra_forbidden":
-            message = f"unknown key {loc[-1]!r}; accepted: {', '.join(_accepted_keys(loc))}"
+            message = f"unknown key {brief(loc[-1])}; accepted: {', '.join(_accepted_keys(loc))}"
         elif kind == "literal_error":
             expected = item.get("ctx", {}).get("expected", "")
             message = f"{brief(value)} is not accepted; accepted: {expected}"

@@ -189,8 +189,10 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
-def load_yaml(text: str | bytes, field: str) -> Any:
-    """The first YAML (or JSON) document of ``text`` as Python data, within the bounds."""
+def load_yaml(text: str | bytes, field: str, *, first: bool = False) -> Any:
+    """The YAML (or JSON) document of ``text`` as Python data, within the bounds; more than
+    one document is refused unless ``first`` (then the first is read: a compiled pipeline
+    may carry its platform spec as a second document)."""
     if isinstance(text, bytes):
         if len(text) > MAX_BYTES:
             raise _refuse(field, f"{len(text):,} bytes; accepted: at most {MAX_BYTES:,} bytes")
@@ -206,22 +208,30 @@ def load_yaml(text: str | bytes, field: str) -> Any:
     loader = None
     try:
         loader = _Loader(text, field)
-        return loader.get_data() if loader.check_data() else None
+        if first:
+            return loader.get_data() if loader.check_data() else None
+        return loader.get_single_data()
     except UnsafeDocument:
         raise
     except yaml.YAMLError as err:
         said = " ".join(str(err).split())
-        raise _refuse(field, f"not valid YAML or JSON: {brief(said, 300, quoted=False)}") from None
+        raise _refuse(
+            field,
+            f"not valid YAML or JSON: {brief(said, 300, quoted=False)}; accepted: one YAML "
+            "or JSON document",
+        ) from None
     except ValueError as err:  # e.g. an integer of more than 4300 digits
-        raise _refuse(field, f"not accepted: {brief(str(err), 200, quoted=False)}") from None
+        raise _refuse(
+            field, f"{brief(str(err), 200, quoted=False)}; accepted: numbers of at most 4300 digits"
+        ) from None
     finally:
         if loader is not None:
             loader.dispose()
 
 
-def load_yaml_file(path: str | os.PathLike[str], field: str) -> Any:
+def load_yaml_file(path: str | os.PathLike[str], field: str, *, first: bool = False) -> Any:
     """:func:`load_yaml` of the file at ``path`` (bounded before it is read)."""
-    return load_yaml(read_text(path, field), field)
+    return load_yaml(read_text(path, field), field, first=first)
 
 
 def _json_depth_problem(text: str) -> int | None:
@@ -268,6 +278,10 @@ def load_json(text: str | bytes, field: str) -> Any:
     try:
         return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as err:
-        raise _refuse(field, f"not valid JSON: {err.msg} at offset {err.pos}") from None
+        raise _refuse(
+            field, f"not valid JSON: {err.msg} at offset {err.pos}; accepted: a JSON document"
+        ) from None
     except (ValueError, RecursionError) as err:
-        raise _refuse(field, f"not accepted: {brief(str(err), 200, quoted=False)}") from None
+        raise _refuse(
+            field, f"{brief(str(err), 200, quoted=False)}; accepted: a JSON document"
+        ) from None
