@@ -8,14 +8,12 @@ ENTRYPOINT clearing an inherited CMD, and a new stage at each FROM.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-from trainpool.errors import InputError
-from trainpool.spec.safe_load import load_json
 
 _VAR = re.compile(r"\$(?:\{(\w+)(?::-([^}]*))?\}|(\w+))")
 
@@ -66,9 +64,9 @@ def _expand(text: str, values: Mapping[str, str]) -> str:
 
 def _argv(rest: str) -> list[str]:
     if rest.startswith("["):
-        try:
-            parsed = load_json(rest, "Dockerfile")
-        except InputError:
+        try:  # stdlib json: this module runs in an image's bare virtualenv (no PyYAML)
+            parsed = json.loads(rest)
+        except (ValueError, RecursionError):  # a 10,000-deep [[[... is the shell form too
             parsed = None
         if isinstance(parsed, list) and all(isinstance(p, str) for p in parsed):
             return parsed
