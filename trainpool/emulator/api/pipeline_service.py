@@ -71,7 +71,7 @@ class PipelineService:
         if unknown:
             raise InputError.of(
                 "pipeline_job.runtime_config.parameter_values",
-                f"{', '.join(unknown)} not declared by the pipeline; "
+                f"{brief(', '.join(unknown), 200, quoted=False)} not declared by the pipeline; "
                 f"accepted: {', '.join(sorted(declared)) or 'none'}",
             )
         job_id = request.pipeline_job_id or self.state.new_id("pipeline")
