@@ -190,12 +190,15 @@ def test_random_bytes_are_a_refusal_or_a_plan(data: bytes, tmp_path_factory: Any
 regex = pytest.importorskip("regex")
 KEY = regex.compile(r"[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}")
 VALUE = regex.compile(r"[\p{Ll}\p{Lo}\p{N}_-]{0,63}")
+# characters this Python's Unicode database has assigned (the regex module's may be newer)
 LABEL_TEXT = st.text(
-    alphabet=st.sampled_from("abz09_-AZ é中Ⅻ٣.ǅ/\0") | st.characters(), max_size=70
+    alphabet=st.sampled_from("abz09_-AZ é中Ⅻ٣.ǅ/\0")
+    | st.characters(exclude_categories=("Cn", "Cs")),
+    max_size=70,
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(labels=st.dictionaries(LABEL_TEXT, LABEL_TEXT, max_size=66))
 def test_labels_are_accepted_exactly_when_the_documented_rule_says(
     labels: dict[str, str],
