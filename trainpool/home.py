@@ -104,6 +104,11 @@ class Home:
         return self.root / "emulator.lock"
 
     @property
+    def emulator_log(self) -> Path:
+        """The emulator's own log: what went wrong inside it (an answer says only INTERNAL)."""
+        return self.root / "emulator.log"
+
+    @property
     def socket(self) -> Path:
         return self.root / "emulator.sock"
 

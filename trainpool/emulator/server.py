@@ -9,6 +9,7 @@ stops.
 
 from __future__ import annotations
 
+import logging
 from concurrent import futures
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -27,6 +28,7 @@ from trainpool.emulator.api import (
     resource_manager,
     schedule_service,
 )
+from trainpool.emulator.api.rpc import close_log, open_log
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
@@ -59,6 +61,7 @@ class Emulator:
         server: grpc.Server,
         lock: root_lock.RootLock,
         storage: StorageServer | None = None,
+        log: logging.Handler | None = None,
     ) -> None:
         self.state = state
         self.runner = runner
@@ -69,6 +72,7 @@ class Emulator:
         self._server = server
         self._storage = storage
         self._lock = lock
+        self._log = log
         self._stopped = False
 
     def stop(self, grace_s: float = 1.0) -> None:
@@ -83,6 +87,8 @@ class Emulator:
         try:
             self.state.close()
         finally:
+            if self._log is not None:
+                close_log(self._log)
             listen.forget(self.address)
             self._lock.release()
 
@@ -134,9 +140,16 @@ def start(
     except BaseException:
         lock.release()
         raise
+    threads = f"emulator-{id(state):x}"
+    try:
+        log = open_log(state.home.emulator_log, threads)
+    except BaseException:
+        state.close()
+        lock.release()
+        raise
     interceptors = [FaultInterceptor(state.faults)] if state.faults.active else []
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=WORKERS),
+        futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=threads),
         interceptors=interceptors,
         options=[("grpc.so_reuseport", 0)],
     )
@@ -156,9 +169,10 @@ def start(
             door.stop()
         server.stop(0)
         state.close()
+        close_log(log)
         listen.forget(state.address)
         lock.release()
         raise
     server.start()
     lock.publish(state.address, door.address if door is not None else None)
-    return Emulator(state, runner, server, lock, door)
+    return Emulator(state, runner, server, lock, door, log)

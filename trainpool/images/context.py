@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from trainpool.images import ignore, secrets
+from trainpool.images import archives, ignore, secrets
 
 _CHUNK = 1 << 20
 ALWAYS_SENT = frozenset({"Dockerfile", ".dockerignore"})
@@ -71,8 +71,22 @@ def generated(path: str, content: bytes, executable: bool = False) -> Entry:
     )
 
 
+def scanned_entry(rel: str, source: Path) -> Entry:
+    """:func:`file_entry`, reading the file once for both its digest and a credential
+    (:class:`trainpool.images.secrets.Scanner`): CredentialInContext names it."""
+    digest, scanner = hashlib.sha256(), secrets.Scanner()
+    with source.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            kind = scanner.feed(chunk)
+            if kind is not None:
+                raise secrets.CredentialInContext(rel, kind)
+    return Entry(rel, _mode(source.stat().st_mode), digest.hexdigest(), source=source)
+
+
 def _walk(root: Path, patterns: list[ignore.Pattern]) -> Iterator[Entry]:
     can_reinclude = any(p.negated for p in patterns)
+    tally = archives.Tally("source_dir")
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
         rel_dir = here.relative_to(root).as_posix()
@@ -85,6 +99,7 @@ def _walk(root: Path, patterns: list[ignore.Pattern]) -> Iterator[Entry]:
             elif (full / "pyvenv.cfg").exists():
                 continue
             elif can_reinclude or not ignore.ignored(rel, patterns):
+                tally.path(rel)  # before os.walk goes deeper (it recurses on Python 3.11)
                 kept_dirs.append(name)
         dirs[:] = kept_dirs
         for name in sorted(files):
@@ -93,19 +108,21 @@ def _walk(root: Path, patterns: list[ignore.Pattern]) -> Iterator[Entry]:
             if rel not in ALWAYS_SENT and ignore.ignored(rel, patterns):
                 continue
             if full.is_symlink():
+                tally.path(rel)
                 yield Entry(rel, 0o777, link=os.readlink(full))
             elif full.is_file():
-                kind = secrets.credential_kind(full)
-                if kind is not None:
-                    raise secrets.CredentialInContext(rel, kind)
-                yield file_entry(rel, full)
+                tally.path(rel)
+                tally.size(rel, full.stat().st_size)
+                yield scanned_entry(rel, full)
 
 
 def collect(root: Path, patterns: list[ignore.Pattern] | None = None) -> list[Entry]:
     """The entries of folder ``root`` that its ``.dockerignore`` (or the default) keeps.
 
-    A kept file that holds a credential (by content) raises
-    :class:`trainpool.images.secrets.CredentialInContext` naming it.
+    A kept file that holds a credential (by content, anywhere in it) raises
+    :class:`trainpool.images.secrets.CredentialInContext` naming it; a context past the
+    bounds of :mod:`trainpool.images.archives` (files, bytes, depth, name length) raises
+    :class:`trainpool.images.archives.UnsafeArchive` naming the first path past them.
     """
     if not root.is_dir():
         raise FileNotFoundError(

@@ -13,13 +13,18 @@ through ``images.storage`` (the local store, or the Cloud Storage client: never 
 
 from __future__ import annotations
 
+import gzip
 import io
 import tarfile
-from pathlib import Path, PurePosixPath
+import zlib
+from pathlib import Path
 
 from trainpool.cluster_env import gcs
-from trainpool.errors import InputError
-from trainpool.images import context, storage
+from trainpool.errors import InputError, brief
+from trainpool.images import archives, context, storage
+from trainpool.images.archives import UnsafeArchive
+
+__all__ = ["UnsafeArchive", "object_uri", "pack", "unpack", "upload", "upload_param"]
 
 PREFIX = "trainpool/sources"
 SUFFIX = ".tar.gz"
@@ -55,39 +60,25 @@ def upload(source_dir: str | Path, pipeline_root: str) -> str:
     return uri
 
 
-class UnsafeArchive(InputError):
-    """A source archive with a member that would land outside its folder."""
-
-
-def _checked(tar: tarfile.TarFile, uri: str) -> list[tarfile.TarInfo]:
-    """Every member, refusing absolute paths, ``..``, links that leave the folder and
-    anything but files, folders and symlinks (Python's own ``data`` filter does this from
-    3.11.4 and 3.10.12 on; Debian's 3.11.2 lacks it, so the rule is stated here)."""
-    members = tar.getmembers()
-    for member in members:
-        parts = PurePosixPath(member.name).parts
-        target = PurePosixPath(member.name).parent / member.linkname if member.issym() else None
-        outside = (
-            member.name.startswith("/")
-            or ".." in parts
-            or not (member.isfile() or member.isdir() or member.issym())
-            or (target is not None and (member.linkname.startswith("/") or ".." in target.parts))
-        )
-        if outside:
-            raise UnsafeArchive(
-                f"source_dir: {uri}: member {member.name!r} would land outside the folder; "
-                "accepted: an archive `trainpool upload-source` made"
-            )
-    return members
-
-
 def unpack(uri: str, dest: Path) -> Path:
     """Extract the source object ``uri`` into the empty folder ``dest``; return ``dest``.
-    A member that would land outside ``dest`` is refused before anything is written."""
-    with tarfile.open(fileobj=io.BytesIO(storage.read(uri)), mode="r:gz") as tar:
-        members = _checked(tar, uri)
-        dest.mkdir(parents=True, exist_ok=True)
-        tar.extractall(dest, members=members)  # every member checked above
+    A member past the bounds of :mod:`trainpool.images.archives` (files, bytes, depth, name
+    length) or that would land outside ``dest`` is refused before anything is written."""
+    data = storage.read(uri)
+    if len(data) > archives.MAX_BYTES:
+        raise UnsafeArchive(
+            f"source_dir: {uri}: {len(data):,} bytes; accepted: at most {archives.MAX_BYTES:,}"
+        )
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            members = archives.checked_members(tar, f"source_dir: {uri}")
+            dest.mkdir(parents=True, exist_ok=True)
+            archives.extract_members(tar, str(dest), members)
+    except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error) as err:
+        raise UnsafeArchive(
+            f"source_dir: {uri}: not a readable .tar.gz ({type(err).__name__}: "
+            f"{brief(str(err), 120, quoted=False)}); accepted: an archive trainpool packed"
+        ) from None
     return dest
 
 

@@ -24,6 +24,8 @@ from trainpool.emulator.cloud_storage.objects import (
     not_served,
 )
 from trainpool.emulator.cloud_storage.uploads import Uploads
+from trainpool.errors import InputError
+from trainpool.spec.safe_load import load_json
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -66,9 +68,9 @@ Handler = Callable[[Store, Request, dict[str, str]], Response]
 
 def _load(body: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(body or b"{}")
-    except ValueError:
-        raise bad("the request body is not JSON") from None
+        data = load_json(body or b"{}", "body")
+    except InputError as err:
+        raise bad(f"the request body is not JSON: {err}") from None
     if not isinstance(data, dict):
         raise bad("the request body is a JSON object")
     return data
@@ -163,9 +165,12 @@ def multipart(content_type: str, body: bytes) -> tuple[dict[str, Any], bytes]:
     if len(parts) != 2:
         raise bad("a multipart upload has two parts: the JSON metadata, then the media")
     try:
-        return json.loads(parts[0] or b"{}"), parts[1]
-    except ValueError:
+        metadata = load_json(parts[0] or b"{}", "metadata")
+    except InputError:
         raise bad("the first part of a multipart upload is JSON metadata") from None
+    if not isinstance(metadata, dict):
+        raise bad("the first part of a multipart upload is a JSON object")
+    return metadata, parts[1]
 
 
 def upload(store: Store, request: Request, match: dict[str, str]) -> Response:
