@@ -36,6 +36,7 @@ from trainpool.emulator.jobs.failure_rules import (
     exit_message,
     is_permanent,
     preemption_message,
+    status_text,
 )
 from trainpool.emulator.jobs.launches import JobContext, LaunchError, plan_launches
 from trainpool.emulator.jobs.logs import JobLog
@@ -114,7 +115,7 @@ class _Run:
             self.restarts[name] = self.restarts.get(name, 0) + 1
             every = self.policy.restart_job_on_worker_restart
             self.note(
-                f"{name} exited with status {status}; restarting "
+                f"{name} exited with {status_text(status)}; restarting "
                 f"{'every replica (restartJobOnWorkerRestart)' if every else 'it in place'} "
                 f"with the same task, host and port (restart {self.restarts[name]} of "
                 f"{self.policy.worker_restarts})"
@@ -125,7 +126,7 @@ class _Run:
             self.retries += 1
             self.restarts.clear()
             self.note(
-                f"{name} exited with status {status} after {self.policy.worker_restarts} "
+                f"{name} exited with {status_text(status)} after {self.policy.worker_restarts} "
                 f"restart(s); retrying the whole job (retry {self.retries} of "
                 f"{self.policy.job_retries})"
             )
