@@ -140,6 +140,7 @@ def start(
     try:
         if storage:
             door = serve(state.home)
+            state.storage_address = door.address
         if port is None:
             state.address = listen.listen_unix(server, listen.socket_path(state.home))
         else:

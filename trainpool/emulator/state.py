@@ -28,6 +28,9 @@ class EmulatorState:
     address: str = ""
     """``unix:PATH`` or ``127.0.0.1:PORT`` once the server listens (services that start
     clients need it)."""
+    storage_address: str = ""
+    """The full URL of the Cloud Storage JSON API door when the server runs one (what
+    replicas get as ``STORAGE_EMULATOR_HOST``); "" when there is no door."""
     home: Home = field(init=False)
     db: Database = field(init=False)
     records: Records = field(init=False)

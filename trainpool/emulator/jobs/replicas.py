@@ -26,6 +26,7 @@ from typing import Any
 
 from trainpool.emulator.faults.config import KillFault
 from trainpool.emulator.jobs import processes
+from trainpool.emulator.jobs.environments import BuildFailed
 from trainpool.emulator.jobs.failure_rules import (
     CODE_CANCELLED,
     CODE_DEADLINE_EXCEEDED,
@@ -86,6 +87,8 @@ class _Run:
         started = []
         for launch in launches:
             try:
+                if launch.workdir is not None:
+                    launch.workdir.fresh()
                 self.replicas[launch.name] = processes.start(launch)
             except OSError as err:
                 raise OSError(f"Cannot start {launch.name}: {err}") from err
@@ -259,7 +262,7 @@ def run_spec(
     note = JobLog(ctx.files.log)
     try:
         launches = plan_launches(spec, ctx, note)
-    except (LaunchError, PackageError) as err:
+    except (LaunchError, PackageError, BuildFailed) as err:
         note(str(err))
         return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
     note(f"starting {len(launches)} replica(s): {', '.join(la.name for la in launches)}")
