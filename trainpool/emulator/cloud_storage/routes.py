@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
-from trainpool.emulator.cloud_storage.objects import ApiError, Objects, bad, not_served
+from trainpool.emulator.cloud_storage.objects import (
+    ApiError,
+    Objects,
+    bad,
+    not_found,
+    not_served,
+)
 from trainpool.emulator.cloud_storage.uploads import Uploads
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -96,6 +102,10 @@ def list_objects(store: Store, request: Request, match: dict[str, str]) -> Respo
 def get_object(store: Store, request: Request, match: dict[str, str]) -> Response:
     if request.query.get("alt") == "media":
         return download(store, request, match)
+    if match["object"].endswith("/"):
+        # `gcloud storage ls gs://B/DIR/` first asks for a placeholder object "DIR/"; the
+        # local store never holds one (an object is a file)
+        raise not_found(f"No such object: {match['bucket']}/{match['object']}")
     return Response.json(store.objects.object_resource(match["bucket"], match["object"]))
 
 

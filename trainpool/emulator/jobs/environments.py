@@ -99,14 +99,20 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def ensure(home: Home, image: PrebuiltImage, note: Callable[[str], None]) -> Environment:
-    """The environment of ``image``, built first if there is none; its notes go to ``note``."""
+def ensure(
+    home: Home, image: PrebuiltImage, note: Callable[[str], None], field: str = "imageUri"
+) -> Environment:
+    """The environment of ``image``, built first if there is none; its notes go to ``note``.
+    :class:`BuildFailed` names ``field`` (where the job named the image) when it cannot be."""
     root = home.environments.resolve()
     folder = root / key(image)
     with _locked(root / f".{key(image)}.lock"):
         if not (folder / BUILT).is_file():
             note(f"building the environment of {image.framework} {image.version} in {folder}")
-            _build(folder, image)
+            try:
+                _build(folder, image)
+            except BuildFailed as err:
+                raise BuildFailed([Problem(field, str(err))]) from err
     meta = json.loads((folder / BUILT).read_text())
     notes = [
         f"{image.uri} ({image.framework} {image.version}, Python {image.python or '?'} on "
@@ -131,7 +137,7 @@ def _fail(image: PrebuiltImage, what: str, detail: str) -> BuildFailed:
         f"{image.uri!r}: the local environment of {image.framework} {image.version} could "
         f"not be built: {what}: {detail.strip()[-3000:]}"
     )
-    return BuildFailed([Problem("executorImageUri", message)])
+    return BuildFailed([Problem("", message)])
 
 
 def _build(folder: Path, image: PrebuiltImage) -> None:

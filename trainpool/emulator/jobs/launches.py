@@ -178,7 +178,8 @@ def program_for(
                 f"training image {image_uri!r}; accepted: the command to run in it (or a "
                 "pythonPackageSpec with it as executorImageUri)"
             )
-        found = environments.ensure(ctx.home, prebuilt, note)
+        where = f"workerPoolSpecs[{pool}].containerSpec.imageUri"
+        found = environments.ensure(ctx.home, prebuilt, note, where)
         argv = _with_python(command + args, str(found.python))
         return Program(argv, {}, env, path=[str(found.python.parent)])
     image = local_store.lookup(image_uri, ctx.home.root) if image_uri else None
@@ -209,7 +210,8 @@ def _package_program(
     executor = package.get("executorImageUri", "")
     prebuilt = prebuilt_image(executor)
     if prebuilt is not None:
-        found = environments.ensure(ctx.home, prebuilt, note)
+        where = f"workerPoolSpecs[{pool}].pythonPackageSpec.executorImageUri"
+        found = environments.ensure(ctx.home, prebuilt, note, where)
         python, sites, path = found.python, [str(found.site)], [str(found.python.parent)]
     else:
         note(
