@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import os
+import subprocess
+import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,3 +157,79 @@ def test_xgboost_hpt_sample_on_its_prebuilt_image_tunes_six_trials(emu: Any) -> 
     trial_log = (job_dir / "trial-1" / "job.log").read_text()
     assert f"{XGBOOST_IMAGE} (xgboost 1.1, Python 3.7 on Vertex) runs in" in trial_log
     assert "xgboost 1.1.1 (as on Vertex: 1.1.1)" in trial_log
+
+
+def build_image(root: Path, folder: Path, image: str) -> str:
+    """``trainpool build-image FOLDER --local --image REPO:latest``, as a user tags it."""
+    cli = "from trainpool.cli import main; main()"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            cli,
+            "build-image",
+            str(folder),
+            "--local",
+            "--image",
+            image,
+            "--json",
+        ],
+        env={**os.environ, "TRAINPOOL_HOME": str(root)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return str(json.loads(done.stdout)["imageUri"])
+
+
+def mnist_like(rows: int = 256) -> bytes:
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    labels = torch.arange(rows) % 10
+    pixels = torch.rand(rows, 1, 28, 28, generator=generator) * 0.1
+    pixels[torch.arange(rows), 0, labels, :] += 1.0  # a learnable stripe per digit
+    out = io.BytesIO()
+    torch.save({"x": pixels, "y": labels}, out)
+    return out.getvalue()
+
+
+def test_pytorch_ddp_gloo_custom_container_runs_on_four_replicas(emu: Any) -> None:
+    root = Path(emu.root)
+    put(root, f"{BUCKET}/data/mnist-small.pt", mnist_like())
+    image = "us-central1-docker.pkg.dev/demo/samples/pytorch-ddp-gloo:latest"
+    built = build_image(root, SAMPLES / "pytorch_ddp_gloo", image)
+    assert built.startswith(f"{image}@sha256:")
+    job = aiplatform.CustomContainerTrainingJob(
+        display_name="ddp-gloo",
+        container_uri=image,  # the tag, as the notebook passes it
+        project="demo",
+        location="us-central1",
+        staging_bucket=BUCKET,
+    )
+    args = ["--backend", "gloo", "--no-cuda", "--batch-size", "128", "--epochs", "2"]
+    job.run(
+        args=args,
+        base_output_dir=f"{BUCKET}/ddp-gloo",
+        replica_count=4,
+        machine_type="n1-standard-4",
+    )
+    assert job.state.name == "PIPELINE_STATE_SUCCEEDED"
+    backing = job.gca_resource.training_task_metadata["backingCustomJob"]
+    job_dir = root / "jobs" / backing.rsplit("/", 1)[1]
+    names = ["workerpool0-0", "workerpool1-0", "workerpool1-1", "workerpool1-2"]
+    for rank, name in enumerate(names):
+        log = (job_dir / f"{name}.log").read_text()
+        assert f"rank {rank}/4 epoch 2" in log, log
+        if rank:
+            assert f"rank {rank} loaded /gcs/sample-bucket/ddp-gloo/checkpoints/" in log
+        # ./tmp/data is each replica's own, in its own copy of the image's files
+        assert (job_dir / "work" / name / "tmp/data/mnist.pt").is_file()
+    out = root / "gcs/sample-bucket/ddp-gloo"
+    assert sorted(p.name for p in (out / "logs").iterdir()) == [
+        f"events.rank{r}.txt" for r in range(4)
+    ]
+    assert list((out / "checkpoints").iterdir()) == []  # the chief removed its checkpoint
+    assert not (out / "model").exists()  # the sample saves a model only in local mode
+    stored = sorted(p.name for p in next((root / "images").glob("*/context")).iterdir())
+    assert stored == ["Dockerfile", "requirements.txt", "task.py"]
