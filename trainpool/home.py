@@ -12,6 +12,7 @@ that reads or writes there (the emulator, the local run, the image store, the CL
     <root>/gcs/BUCKET/OBJECT        local Cloud Storage (``cluster_env.gcs.to_path``)
     <root>/storage-uploads/         the Cloud Storage door's uploads in progress
     <root>/images/                  the local image store (``images.local_store``)
+    <root>/environments/            prebuilt training images as virtualenvs (emulator)
     <root>/jobs/<job id>/           a job's files (:class:`JobFiles`)
     <root>/pipelines/<job id>/      a PipelineJob's spec and run log
     <root>/builds/<build id>/       a Cloud Build's log
@@ -39,7 +40,8 @@ class JobFiles:
     workerpoolP-I.log               each replica's output
     hypertune/workerpoolP-I.metrics each replica's CLOUD_ML_HP_METRIC_FILE
     home/workerpoolP-I/             each replica's HOME
-    workerpoolP-site/               pool P's installed pythonPackageSpec packages
+    work/workerpoolP-I/             each replica's working directory, fresh at every start
+    workerpoolP-env/                pool P's pythonPackageSpec packages (a virtualenv)
     trial-<n>/                      a sweep's trial, with the same files
     """
 
@@ -59,8 +61,13 @@ class JobFiles:
     def replica_home(self, replica: str) -> Path:
         return self.dir / "home" / replica
 
-    def package_site(self, pool: int) -> Path:
-        return self.dir / f"workerpool{pool}-site"
+    def replica_workdir(self, replica: str) -> Path:
+        return self.dir / "work" / replica
+
+    def package_env(self, pool: int) -> Path:
+        """Pool ``pool``'s installed ``pythonPackageSpec`` packages: a virtualenv over the
+        pool's Python (a prebuilt image's environment, or the emulator's)."""
+        return self.dir / f"workerpool{pool}-env"
 
     def trial(self, trial_id: str | int) -> JobFiles:
         return JobFiles(self.dir / f"trial-{trial_id}")
@@ -124,6 +131,12 @@ class Home:
     @property
     def images(self) -> Path:
         return self.root / "images"
+
+    @property
+    def environments(self) -> Path:
+        """Vertex's prebuilt training images as local virtualenvs, one per framework and
+        version (``trainpool.emulator.jobs.environments``)."""
+        return self.root / "environments"
 
     @property
     def localrun(self) -> Path:

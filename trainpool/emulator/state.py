@@ -29,7 +29,8 @@ class EmulatorState:
     """``unix:PATH`` or ``127.0.0.1:PORT`` once the server listens (services that start
     clients need it)."""
     storage_address: str = ""
-    """The Cloud Storage door's URL (for ``STORAGE_EMULATOR_HOST``), "" when none is served."""
+    """The full URL of the Cloud Storage JSON API door when the server runs one (what
+    replicas get as ``STORAGE_EMULATOR_HOST``); "" when there is no door."""
     home: Home = field(init=False)
     db: Database = field(init=False)
     records: Records = field(init=False)

@@ -46,6 +46,9 @@ class StoreBackend:
         local_store.tag(self.root, image, digest)
         return f"{image}@sha256:{digest}"
 
+    def tag(self, image: str, digest: str, name: str) -> None:
+        local_store.tag(self.root, name, digest)
+
     def build(self, context: BuildContext, image: str) -> tuple[str, list[str]]:
         runs = local_store.add(context, self.root, [image])
         notes = [STORE_NOTE.format(runs="; ".join(runs) if runs else "none")]
@@ -69,6 +72,9 @@ class DockerBackend:
     def find(self, image: str, digest: str) -> str | None:
         image_id = self._image_id(image)
         return f"{image}@{image_id}" if image_id else None
+
+    def tag(self, image: str, digest: str, name: str) -> None:
+        subprocess.run(["docker", "tag", image.partition("@")[0], name], check=True)
 
     def build(self, context: BuildContext, image: str) -> tuple[str, list[str]]:
         with tempfile.TemporaryDirectory() as tmp:

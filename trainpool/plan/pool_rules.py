@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainpool.catalog import closest_prebuilt, is_google_training_image, prebuilt_image
 from trainpool.cluster_env.layout import is_reduction_server
 from trainpool.plan.findings import Findings, is_whole, show
 from trainpool.plan.machine_rules import check_machine
@@ -110,8 +111,10 @@ def _check_runtime(
                 )
         _check_package_uris(index, package.get("packageUris"), names, found)
         _check_env(index, package.get("env"), "pythonPackageSpec.env", names, found)
+        _check_prebuilt(index, package.get("executorImageUri"), "pythonPackageSpec", names, found)
         return
     image = (container or {}).get("imageUri")
+    _check_prebuilt(index, image, "containerSpec", names, found)
     if not image:
         message = (
             "no container image; accepted: an image URI or a Python package "
@@ -141,6 +144,23 @@ def _check_package_uris(index: int, uris: Any, names: Namer, found: Findings) ->
         if problem is not None:
             field, _, message = problem.partition(": ")
             found.error(field, message)
+
+
+PREBUILT_PAGE = "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers"
+
+
+def _check_prebuilt(index: int, uri: Any, spec: str, names: Namer, found: Findings) -> None:
+    """An image of Vertex's own training repositories must be one of its prebuilt training
+    images, with the ``latest`` tag (the page: "You must use an image with the latest tag";
+    ``PythonPackageSpec.executor_image_uri``: "You must use an image from this list")."""
+    if not isinstance(uri, str) or not is_google_training_image(uri) or prebuilt_image(uri):
+        return
+    field = "executorImageUri" if spec == "pythonPackageSpec" else "imageUri"
+    found.error(
+        names.pool(index, f"{spec}.{field}"),
+        f"{show(uri)} is not one of Vertex's prebuilt training images; accepted: an image of "
+        f"{PREBUILT_PAGE} with the latest tag, closest first: {', '.join(closest_prebuilt(uri))}",
+    )
 
 
 def _check_env(index: int, env: Any, field: str, names: Namer, found: Findings) -> None:

@@ -110,6 +110,10 @@ def get_object(store: Store, request: Request, match: dict[str, str]) -> Respons
         raise not_found(f"No such object: {match['bucket']}/{match['object']}")
     if request.query.get("alt") == "media":
         return download(store, request, match)
+    if match["object"].endswith("/"):
+        # `gcloud storage ls gs://B/DIR/` first asks for a placeholder object "DIR/"; the
+        # local store never holds one (an object is a file)
+        raise not_found(f"No such object: {match['bucket']}/{match['object']}")
     return Response.json(store.objects.object_resource(match["bucket"], match["object"]))
 
 
