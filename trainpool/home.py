@@ -7,8 +7,9 @@ that reads or writes there (the emulator, the local run, the image store, the CL
 :class:`Home` for the path, so the layout is written here and nowhere else::
 
     <root>/emulator.sqlite          the emulator's records
-    <root>/emulator.lock            held by the one emulator of the root (pid, addresses)
+    <root>/emulator.lock            held by the one emulator of the root (pid, addresses; 0600)
     <root>/emulator.sock            its Unix socket (mode 0600)
+    <root>/storage.token            the storage door's secret (mode 0600)
     <root>/gcs/BUCKET/OBJECT        local Cloud Storage (``cluster_env.gcs.to_path``)
     <root>/storage-uploads/         the Cloud Storage door's uploads in progress
     <root>/images/                  the local image store (``images.local_store``)
@@ -111,6 +112,11 @@ class Home:
     def gcs(self) -> Path:
         """``gs://BUCKET/PATH`` lives at ``gcs / BUCKET / PATH``."""
         return self.root / "gcs"
+
+    @property
+    def storage_token(self) -> Path:
+        """The storage door's secret alone (mode 0600), for gcloud's access token file."""
+        return self.root / "storage.token"
 
     @property
     def storage_uploads(self) -> Path:
