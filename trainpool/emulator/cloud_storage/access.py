@@ -17,7 +17,7 @@ proves it one of two ways:
   ``Upload.ConfigureRequest``), but with ``auth/access_token_file`` it sends the file's
   token on every request (``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=<root>/storage.token``).
 
-A request with neither is answered 401 before its body is read or anything is touched.
+A request with neither is answered 403 before its body is read or anything is touched.
 Standard library only.
 """
 

@@ -7,7 +7,7 @@ SDK's bucket checks too) and ``gcloud storage``. This module is the HTTP plumbin
 served is :mod:`.routes`, over the store's buckets and objects (:mod:`.objects`).
 
 Owner-only: a request that does not prove the root's secret (:mod:`.access`) is answered
-401 before its body is read. Bodies are streamed (:mod:`.bodies`), downloads sent in
+403 before its body is read. Bodies are streamed (:mod:`.bodies`), downloads sent in
 chunks; a malformed request answers 400 and an unexpected failure 500 with no internal
 text, never a dropped connection.
 """
@@ -55,10 +55,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _refusal(self) -> ApiError | None:
-        """401 without the secret; 413 when ``Content-Length`` is over the limit."""
+        """403 without the secret (not 401: a client holding anonymous credentials would try
+        to refresh them and hide this answer); 413 when ``Content-Length`` passes the limit."""
         path = urlsplit(self.path).path
         if self.server.key.admit(path, self.headers.get("Authorization")) is None:
-            return ApiError(401, UNAUTHORISED, "required")
+            return ApiError(403, UNAUTHORISED, "forbidden")
         length = (self.headers.get("Content-Length") or "").strip()
         if length.isdigit() and int(length) > self.server.limit:
             return too_large(int(length), self.server.limit)
