@@ -85,6 +85,25 @@ def test_copy_up_list_read_copy_down_remove(emu: emulator.Emulator, tmp_path: Pa
     assert not list((emu.root / "storage-uploads").iterdir())
 
 
+def test_a_parallel_composite_upload_is_composed(emu: emulator.Emulator, tmp_path: Path) -> None:
+    """Above ``storage/parallel_composite_upload_threshold`` (150M by default; lowered here)
+    gcloud uploads components, composes them, then deletes them (those it uploaded with
+    resumable sessions, whose tracker files it keeps: threshold lowered too)."""
+    data = tmp_path / "parts.bin"
+    data.write_bytes(os.urandom(3 * 1024 * 1024 + 17))
+    env = {
+        **emu.storage_env(),
+        "CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_ENABLED": "True",
+        "CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_THRESHOLD": "1M",
+        "CLOUDSDK_STORAGE_PARALLEL_COMPOSITE_UPLOAD_COMPONENT_SIZE": "1M",
+        "CLOUDSDK_STORAGE_RESUMABLE_THRESHOLD": "512K",
+    }
+    ok(gcloud(emu, "cp", str(data), "gs://stg/composed.bin", env=env))
+    stored = emu.root / "gcs" / "stg"
+    assert (stored / "composed.bin").read_bytes() == data.read_bytes()
+    assert not (stored / "gcloud").exists(), "components deleted, and their folders"
+
+
 def test_gcloud_without_the_secret_is_refused(emu: emulator.Emulator, tmp_path: Path) -> None:
     env = dict(emu.storage_env())
     wrong = tmp_path / "wrong.token"

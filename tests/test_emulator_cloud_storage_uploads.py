@@ -102,3 +102,28 @@ def test_create_only_is_honoured_before_the_session_starts(emu: emulator.Emulato
     assert call(emu, "POST", media, b"new").status == 412
     assert (emu.root / "gcs" / "bkt" / "there.txt").read_text() == "kept"
     assert call(emu, "PUT", "/upload/storage/v1/b/bkt/o?upload_id=nope", b"x").status == 404
+
+
+def test_compose_joins_up_to_32_objects_in_order(emu: emulator.Emulator) -> None:
+    stored = emu.root / "gcs" / "bkt"
+    (stored / "parts").mkdir()
+    for i in range(3):
+        (stored / "parts" / f"{i}").write_bytes(bytes([65 + i]) * 3)
+    body = {"sourceObjects": [{"name": f"parts/{i}"} for i in (2, 0, 1)]}
+    done = content(emu, "POST", "/storage/v1/b/bkt/o/joined.bin/compose", json.dumps(body).encode())
+    assert done["status"] == 200 and done["size"] == "9" and "crc32c" in done
+    assert (stored / "joined.bin").read_bytes() == b"CCCAAABBB"
+    too_many = {"sourceObjects": [{"name": "parts/0"}] * 33}
+    refused = content(emu, "POST", "/storage/v1/b/bkt/o/x/compose", json.dumps(too_many).encode())
+    assert refused["status"] == 400 and "1 to 32" in refused["error"]["message"]
+    missing = {"sourceObjects": [{"name": "parts/9"}]}
+    assert (
+        content(emu, "POST", "/storage/v1/b/bkt/o/x/compose", json.dumps(missing).encode())[
+            "status"
+        ]
+        == 404
+    )
+    assert not (stored / "x").exists()
+    for i in range(3):
+        assert call(emu, "DELETE", f"/storage/v1/b/bkt/o/parts%2F{i}").status == 204
+    assert not (stored / "parts").exists(), "an emptied prefix leaves no folder"

@@ -2,7 +2,9 @@
 
 The object ``gs://BUCKET/OBJECT`` is the file ``<root>/gcs/BUCKET/OBJECT``. Every name
 goes through :mod:`trainpool.cluster_env.gcs` (a name it refuses answers 400 with the
-rule, so no request reaches a path outside the store). There is no side store of
+rule), and every path is checked again once its symbolic links are resolved (one that
+leads out of ``<root>/gcs`` answers 403, and a listing skips it), so no request reaches a
+path outside the store. There is no side store of
 metadata: size, ``md5Hash``, ``crc32c``, ``updated`` and ``generation`` (the file's
 ``st_mtime_ns``) are read from the file, ``contentType`` is guessed from the name, so an
 object written by path or at ``/gcs`` is served at once. Writes are :mod:`.uploads`.
@@ -248,6 +250,9 @@ class Objects:
                 yield name
 
     def delete_object(self, bucket: str, name: str) -> None:
+        """Delete the object, then the folders it leaves empty (Cloud Storage has none: a
+        "folder" is only a shared prefix), up to the bucket."""
+        top = self.bucket_path(bucket)
         self.bucket_resource(bucket)
         path = self.object_path(bucket, name)
         try:
@@ -256,5 +261,10 @@ class Objects:
             path.unlink()
         except FileNotFoundError:
             raise not_found(f"No such object: {bucket}/{name}") from None
-
-    # uploads: whole, then renamed into place
+        folder = path.parent
+        while folder != top and top in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                break  # not empty (or gone): the prefix still holds objects
+            folder = folder.parent

@@ -5,7 +5,8 @@ https://cloud.google.com/storage/docs/json_api): bucket insert and get, bucket I
 set (answered, not kept), object get, media download (one ``Range`` too), list
 (``prefix``, ``delimiter``, ``maxResults``, ``pageToken``), upload
 (``uploadType=media|multipart|resumable``, on ``/upload/...`` and gcloud's
-``/resumable/upload/...``, the resumable session's PUTs and status queries) and delete. A
+``/resumable/upload/...``, the resumable session's PUTs and status queries), compose
+(gcloud's parallel composite uploads) and delete. A
 request no route matches answers 501 naming it.
 """
 
@@ -110,6 +111,17 @@ def get_object(store: Store, request: Request, match: dict[str, str]) -> Respons
     if request.query.get("alt") == "media":
         return download(store, request, match)
     return Response.json(store.objects.object_resource(match["bucket"], match["object"]))
+
+
+def compose(store: Store, request: Request, match: dict[str, str]) -> Response:
+    sources = _load(request.body).get("sourceObjects")
+    if not isinstance(sources, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("name"), str) for s in sources
+    ):
+        raise bad('sourceObjects: accepted: a list of {"name": OBJECT}')
+    names = [str(source["name"]) for source in sources]
+    done = store.uploads.compose(match["bucket"], match["object"], names, request.query)
+    return Response.json(done)
 
 
 def delete_object(store: Store, request: Request, match: dict[str, str]) -> Response:
@@ -221,6 +233,7 @@ ROUTES: list[tuple[tuple[str, ...], re.Pattern[str], Handler]] = [
     (("GET",), re.compile(rf"^/storage/v1{_B}$"), get_bucket),
     (("GET", "PUT"), re.compile(rf"^/storage/v1{_B}/iam$"), bucket_iam),
     (("GET",), re.compile(rf"^/storage/v1{_B}/o$"), list_objects),
+    (("POST",), re.compile(rf"^/storage/v1{_B}{_O}/compose$"), compose),
     (("GET",), re.compile(rf"^/storage/v1{_B}{_O}$"), get_object),
     (("DELETE",), re.compile(rf"^/storage/v1{_B}{_O}$"), delete_object),
     (("GET",), re.compile(rf"^/download/storage/v1{_B}{_O}$"), download),
