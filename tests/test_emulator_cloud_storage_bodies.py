@@ -163,3 +163,28 @@ def test_body_reads_in_pieces_and_counts() -> None:
     from trainpool.cli.emulator import DEFAULT_STORAGE_LIMIT
 
     assert DEFAULT_LIMIT == DEFAULT_STORAGE_LIMIT == 5 << 30
+
+
+def test_expect_100_continue_is_refused_before_the_body_is_sent(emu: emulator.Emulator) -> None:
+    assert emu.storage_address is not None
+    where = urlsplit(emu.storage_address)
+    for path, length, status in (
+        (f"{where.path}/upload/storage/v1/b/bkt/o?uploadType=media&name=x", LIMIT + 1, b"413"),
+        ("/upload/storage/v1/b/bkt/o?uploadType=media&name=x", 5, b"403"),
+        (f"{where.path}/upload/storage/v1/b/bkt/o?uploadType=media&name=x", 5, b"100"),
+    ):
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n"
+            "Expect: 100-continue\r\n\r\n"
+        )
+        with socket.create_connection((where.hostname or "", where.port or 0), timeout=10) as conn:
+            conn.sendall(head.encode())
+            first = conn.recv(65536).split(b"\r\n", 1)[0]
+            assert first.split()[1] == status, first
+            if status == b"100":
+                conn.sendall(b"12345")
+                rest = b""
+                while b"}" not in rest:
+                    rest += conn.recv(65536)
+                assert b"200 OK" in rest
+    assert (emu.root / "gcs" / "bkt" / "x").read_bytes() == b"12345"
