@@ -81,7 +81,7 @@ def test_client_library_and_gcloud_reach_the_storage_door_with_no_code_change(
 def test_without_a_door_the_job_log_says_only_gcs_works(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with emulator.start(tmp_path / "root") as emu:
+    with emulator.start(tmp_path / "root", storage=False) as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         done = run(job_client("us-central1"), [sys.executable, "-c", "pass"])
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
@@ -90,11 +90,14 @@ def test_without_a_door_the_job_log_says_only_gcs_works(
 
 
 def test_the_variables_given_to_replicas(tmp_path: Path) -> None:
-    assert storage_env("", "p", tmp_path) == {}
-    assert storage_env("http://127.0.0.1:9/s3cret/", "p", tmp_path) == {
+    door = {
         "STORAGE_EMULATOR_HOST": "http://127.0.0.1:9/s3cret",
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": "http://127.0.0.1:9/s3cret/storage/v1/",
-        "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",
+        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": "http://127.0.0.1:9/",
+        "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": "/root/storage.token",
+    }
+    assert storage_env({}, "p", tmp_path) == {}
+    assert storage_env(door, "p", tmp_path) == {
+        **door,
         "CLOUDSDK_CORE_PROJECT": "p",
         "CLOUDSDK_CONFIG": str(tmp_path / ".config/gcloud"),
         "CLOUDSDK_CORE_CHECK_GCE_METADATA": "false",

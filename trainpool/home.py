@@ -7,8 +7,9 @@ that reads or writes there (the emulator, the local run, the image store, the CL
 :class:`Home` for the path, so the layout is written here and nowhere else::
 
     <root>/emulator.sqlite          the emulator's records
-    <root>/emulator.lock            held by the one emulator of the root (pid, addresses)
+    <root>/emulator.lock            held by the one emulator of the root (pid, addresses; 0600)
     <root>/emulator.sock            its Unix socket (mode 0600)
+    <root>/storage.token            the storage door's secret (mode 0600)
     <root>/gcs/BUCKET/OBJECT        local Cloud Storage (``cluster_env.gcs.to_path``)
     <root>/storage-uploads/         the Cloud Storage door's uploads in progress
     <root>/images/                  the local image store (``images.local_store``)
@@ -125,6 +126,11 @@ class Home:
         return self.root / "gcs"
 
     @property
+    def storage_token(self) -> Path:
+        """The storage door's secret alone (mode 0600), for gcloud's access token file."""
+        return self.root / "storage.token"
+
+    @property
     def storage_uploads(self) -> Path:
         return self.root / "storage-uploads"
 
@@ -162,7 +168,13 @@ class Served:
     """What an emulator says of itself: its store and its Cloud Storage door ("" if none)."""
 
     home: Home
-    storage_address: str
+    storage_env: dict[str, str]
+    """What points Cloud Storage clients at its door (``STORAGE_EMULATOR_HOST``, gcloud's
+    endpoint and token file); empty when it serves none."""
+
+    @property
+    def storage_address(self) -> str:
+        return self.storage_env.get("STORAGE_EMULATOR_HOST", "")
 
 
 def served_by(address: str, timeout_s: float = 10.0) -> Served:
@@ -183,7 +195,8 @@ def served_by(address: str, timeout_s: float = 10.0) -> Served:
                 f"{err.details()}; accepted: an emulator this trainpool started"
             ) from err
     answer = json.loads(raw)
-    return Served(Home(Path(answer["root"])), str(answer.get("storage_address") or ""))
+    storage = answer.get("storage_env") or {}
+    return Served(Home(Path(answer["root"])), {str(k): str(v) for k, v in storage.items()})
 
 
 def current(root: Path | str | None = None) -> Home:

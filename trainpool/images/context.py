@@ -131,6 +131,21 @@ def collect(root: Path, patterns: list[ignore.Pattern] | None = None) -> list[En
     return list(_walk(root, ignore.load(root) if patterns is None else patterns))
 
 
+Row = tuple[str, int, str]
+"""One entry as the digest sees it: path, mode, and the link target or the content's sha256."""
+
+
+def digest_of(rows: list[Row], build_args: Mapping[str, str] | None = None) -> str:
+    """The content address of a context given by its rows (sorted by path) and build args:
+    what :attr:`BuildContext.digest` is, computable from an unpacked archive or a stored copy."""
+    manifest = {
+        "format": "trainpool-context-1",
+        "entries": [[path, f"{mode:o}", target] for path, mode, target in rows],
+        "buildArgs": sorted((build_args or {}).items()),
+    }
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class BuildContext:
     """Entries (by path) plus build args: everything a build depends on."""
@@ -149,15 +164,14 @@ class BuildContext:
     def get(self, path: str) -> Entry | None:
         return next((e for e in self.entries if e.path == path), None)
 
+    def rows(self) -> list[Row]:
+        """``(path, mode, link target or sha256)`` of each entry, by path: what is hashed."""
+        return [(e.path, e.mode, e.link or e.sha256) for e in self.entries]
+
     @property
     def digest(self) -> str:
         """Hex sha256 of the context (files, Dockerfile, build args)."""
-        manifest = {
-            "format": "trainpool-context-1",
-            "entries": [[e.path, f"{e.mode:o}", e.link or e.sha256] for e in self.entries],
-            "buildArgs": sorted(self.build_args.items()),
-        }
-        return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+        return digest_of(self.rows(), self.build_args)
 
     def stage(self, dest: Path) -> None:
         """Write the context into the (new or empty) folder ``dest``."""

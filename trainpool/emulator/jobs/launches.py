@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,8 +59,8 @@ class JobContext:
     project: str
     region: str
     trial_id: str | None = None
-    storage_address: str = ""
-    """The Cloud Storage door's URL ("" when the emulator serves none)."""
+    storage_env: Mapping[str, str] = field(default_factory=dict)
+    """What points Cloud Storage clients at the door ({} when the emulator serves none)."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def plan_launches(
         note(f"/gcs is not available to replicas on this machine: {mount.why}")
     elif mount.read_only_why:
         note(f"the image store is writable by replicas on this machine: {mount.read_only_why}")
-    if not ctx.storage_address:
+    if not ctx.storage_env:
         note(storage_access.NO_DOOR_NOTE)
     stores = (ctx.home.images, ctx.home.environments)
     for pool, index in layout.replicas(spec):
@@ -132,7 +132,7 @@ def plan_launches(
                 metric_file=str(ctx.files.metric_file(name)),
             )
         )
-        env.update(storage_access.storage_env(ctx.storage_address, ctx.project, home))
+        env.update(storage_access.storage_env(ctx.storage_env, ctx.project, home))
         env[LOCAL_ROOT_ENV] = str(gcs_root)
         env["PYTHONUNBUFFERED"] = "1"
         argv = mount.wrap(argv, gcs_root, stores)

@@ -107,7 +107,7 @@ class Runner:
             project,
             location,
             trial_id,
-            storage_address=self.state.storage_address,
+            storage_env=self.state.storage_env(),
         )
 
     # processes

@@ -8,14 +8,12 @@ data with ``gcloud storage cp``). Locally the emulator's Cloud Storage JSON API 
 (``trainpool.emulator.cloud_storage``) stands in for the service, and each replica is
 pointed at it the ways each client documents:
 
-- ``STORAGE_EMULATOR_HOST``: google-cloud-storage then talks to that endpoint with
-  anonymous credentials (googleapis/python-storage ``Client``), so no
-  ``DefaultCredentialsError``;
-- ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE``: ``gcloud storage`` uses that endpoint
-  ("gcloud topic endpoint-override", https://cloud.google.com/sdk/gcloud/reference/topic/
-  endpoint-override; a path other than ``/`` is used verbatim, so ``.../storage/v1/``);
-- ``CLOUDSDK_AUTH_DISABLE_CREDENTIALS=true``: "gcloud will not attempt to load any
-  credentials or authenticate any requests" (``auth/disable_credentials``);
+- the door's own variables (``EmulatorState.storage_env``): ``STORAGE_EMULATOR_HOST`` (the
+  door's URL with its secret: google-cloud-storage then talks to it with anonymous
+  credentials, googleapis/python-storage ``Client``, so no ``DefaultCredentialsError``),
+  ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE`` (``gcloud storage`` uses that endpoint, "gcloud
+  topic endpoint-override") and ``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE`` (gcloud sends the door's
+  secret as its access token, which the door accepts);
 - ``CLOUDSDK_CORE_PROJECT``: the job's project, which gcloud on Vertex reads from the
   metadata server; ``CLOUDSDK_CONFIG``: a gcloud configuration of the replica's own (in
   its fresh HOME, as a container's is its own); ``CLOUDSDK_CORE_CHECK_GCE_METADATA=false``
@@ -33,6 +31,7 @@ given (gsutil ``gslib/gcs_json_api.py``) and ignores ``STORAGE_EMULATOR_HOST``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 NO_DOOR_NOTE = (
@@ -42,16 +41,13 @@ NO_DOOR_NOTE = (
 )
 
 
-def storage_env(address: str, project: str, home: Path) -> dict[str, str]:
-    """The variables that point a replica's Cloud Storage clients at the door ``address``
-    (``http://127.0.0.1:PORT[/PATH]``); ``home`` is the replica's HOME. Empty without a door."""
-    if not address:
+def storage_env(door: Mapping[str, str], project: str, home: Path) -> dict[str, str]:
+    """The variables that point a replica's Cloud Storage clients at the door (``door``: the
+    emulator's ``storage_env()``); ``home`` is the replica's HOME. Empty without a door."""
+    if not door:
         return {}
-    base = address.rstrip("/")
     return {
-        "STORAGE_EMULATOR_HOST": base,
-        "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": f"{base}/storage/v1/",
-        "CLOUDSDK_AUTH_DISABLE_CREDENTIALS": "true",
+        **door,
         "CLOUDSDK_CORE_PROJECT": project,
         "CLOUDSDK_CONFIG": str(home / ".config" / "gcloud"),
         "CLOUDSDK_CORE_CHECK_GCE_METADATA": "false",
