@@ -20,6 +20,8 @@ DATA_FILES = (
     "regions.csv",
     "prices.csv",
     "unsupported_machines.csv",
+    "prebuilt_containers.csv",
+    "prebuilt_packages.csv",
 )
 
 

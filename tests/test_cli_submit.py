@@ -119,7 +119,8 @@ def test_timezone_needs_a_schedule(tiny: Path) -> None:
 def test_missing_pipeline_file(tmp_path: Path) -> None:
     result = submit(str(tmp_path / "absent.yaml"), *TARGET)
     assert result.exit_code == 2
-    assert result.stderr.startswith("PIPELINE: [Errno 2] No such file or directory")
+    assert result.stderr.startswith("PIPELINE: ")
+    assert "cannot be read (No such file or directory)" in result.stderr
 
 
 class Registry(http.server.BaseHTTPRequestHandler):

@@ -27,7 +27,9 @@ STUDY = {
 
 def trainer_spec() -> dict[str, Any]:
     package = {
-        "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest",
+        # not a Vertex prebuilt image: the example imports trainpool's runtime, which a
+        # prebuilt image (and its local stand-in) does not have; the emulator's Python does
+        "executorImageUri": "pytorch",
         "packageUris": [str(ROOT / "examples" / "pytorch_ddp")],
         "pythonModule": "trainer.task",
         "args": ["--epochs=2"],

@@ -19,6 +19,7 @@ from trainpool.vertex.clients import job_client
 pytestmark = pytest.mark.timeout(60)
 
 PARENT = "projects/demo/locations/us-central1"
+MACHINE = {"machine_type": "n1-standard-4"}
 
 
 def job(code: str, display_name: str = "demo", **labels: str) -> dict[str, Any]:
@@ -101,6 +102,27 @@ def test_errors_name_the_field(client: Any) -> None:
         client.create_custom_job(parent=PARENT, custom_job=job("pass", ""))
     with pytest.raises(exceptions.InvalidArgument, match="name: 'customJobs/1'"):
         client.get_custom_job(name="customJobs/1")
+    assert list(client.list_custom_jobs(parent=PARENT)) == []
+
+
+def test_an_unknown_google_training_image_is_refused_at_create_with_the_known_ones(
+    client: Any,
+) -> None:
+    # PythonPackageSpec.executor_image_uri: "You must use an image from this list"
+    # (https://cloud.google.com/vertex-ai/docs/training/pre-built-containers).
+    package = {
+        "executor_image_uri": "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-7:latest",
+        "package_uris": ["gs://bkt/trainer.tar.gz"],
+        "python_module": "trainer.task",
+    }
+    pool = {"replica_count": 1, "machine_spec": MACHINE, "python_package_spec": package}
+    spec = {"display_name": "x", "job_spec": {"worker_pool_specs": [pool]}}
+    with pytest.raises(exceptions.InvalidArgument) as err:
+        client.create_custom_job(parent=PARENT, custom_job=spec)
+    message = err.value.message
+    assert "workerPoolSpecs[0].pythonPackageSpec.executorImageUri: " in message
+    assert "is not one of Vertex's prebuilt training images" in message
+    assert "closest first: us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-6:latest" in message
     assert list(client.list_custom_jobs(parent=PARENT)) == []
 
 

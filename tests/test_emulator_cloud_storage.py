@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from google.api_core import exceptions
 from google.cloud import storage  # type: ignore[attr-defined]
 
 import trainpool.emulator as emulator
+from trainpool.emulator import root_lock
 from trainpool.home import Home
 
 pytestmark = pytest.mark.timeout(60)
@@ -21,20 +23,37 @@ pytestmark = pytest.mark.timeout(60)
 
 @pytest.fixture
 def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
-    with emulator.start(tmp_path / "root", storage=True) as running:
+    with emulator.start(tmp_path / "root") as running:
         assert running.storage_address is not None
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", running.storage_address)
         yield running
 
 
-def test_the_door_is_opt_in_and_published(tmp_path: Path) -> None:
-    with emulator.start(tmp_path / "plain") as plain:
-        assert plain.storage_address is None
-    with emulator.start(tmp_path / "root", storage=True) as emu:
+def test_the_door_is_on_by_default_behind_a_secret_and_published(tmp_path: Path) -> None:
+    with emulator.start(tmp_path / "plain", storage=False) as plain:
+        assert plain.storage_address is None and plain.storage_env() == {}
+        assert not Home(plain.root).storage_token.exists()
+    with emulator.start(tmp_path / "root") as emu:
         assert emu.storage_address is not None
-        assert emu.storage_address.startswith("http://127.0.0.1:")
-        record = json.loads(Home(emu.root).lock.read_text())
+        base, secret = emu.storage_address.rsplit("/", 1)
+        assert base.startswith("http://127.0.0.1:") and len(secret) >= 40
+        assert emu.state.storage_address == emu.storage_address
+        home = Home(emu.root)
+        record = json.loads(home.lock.read_text())
         assert record["storage_address"] == emu.storage_address
+        assert root_lock.storage_address(emu.root) == emu.storage_address
+        assert home.storage_token.read_text().strip() == secret
+        for private in (home.lock, home.storage_token):
+            assert stat.S_IMODE(private.stat().st_mode) == 0o600
+        assert emu.storage_env() == {
+            "STORAGE_EMULATOR_HOST": emu.storage_address,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": base + "/",
+            "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": str(home.storage_token),
+        }
+    with emulator.start(tmp_path / "root") as again:
+        assert again.storage_address is not None
+        assert again.storage_address.rsplit("/", 1)[1] != secret, "a fresh secret each start"
+    assert root_lock.storage_address(tmp_path / "root") is None
 
 
 def test_objects_by_path_and_by_api_are_the_same(emu: emulator.Emulator) -> None:
@@ -125,7 +144,7 @@ def test_pipeline_job_submit_against_the_emulator_takes_moments(
     for setting in ("_api_transport", "_api_endpoint", "_credentials", "_project", "_location"):
         monkeypatch.setattr(initializer.global_config, setting, None)
     template = Path(__file__).resolve().parents[1] / "pipelines" / "distributed_training.yaml"
-    with emulator.start(tmp_path / "root", storage=True) as emu:
+    with emulator.start(tmp_path / "root") as emu:
         assert emu.storage_address is not None
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", emu.storage_address)

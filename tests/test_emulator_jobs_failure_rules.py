@@ -25,7 +25,8 @@ pytestmark = pytest.mark.timeout(90)
 PARENT = "projects/demo/locations/us-central1"
 
 # Each start appends its task and its own host:port to <out>/<replica>.starts; the first
-# --fail-times starts exit --code, later ones sleep --sleep and exit 0.
+# --fail-times starts exit --code (or kill themselves with --signal), later ones sleep
+# --sleep and exit 0.
 TRAINER = """
 import argparse, json, os, sys, time
 parser = argparse.ArgumentParser()
@@ -34,6 +35,7 @@ parser.add_argument("--fail-times", type=int, default=0)
 parser.add_argument("--code", type=int, default=3)
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--fail-delay", type=float, default=0.0)
+parser.add_argument("--signal", type=int, default=0)
 args = parser.parse_args()
 spec = json.loads(os.environ["CLUSTER_SPEC"])
 task = spec["task"]
@@ -47,6 +49,8 @@ with open(path) as handle:
 print(f"{name} start {starts}", flush=True)
 if starts <= args.fail_times:
     time.sleep(args.fail_delay)
+    if args.signal:
+        os.kill(os.getpid(), args.signal)
     sys.exit(args.code)
 time.sleep(args.sleep)
 """
@@ -66,8 +70,13 @@ def serve(root: Path, monkeypatch: pytest.MonkeyPatch, faults: Any = None) -> An
 
 
 @pytest.fixture
-def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with serve(tmp_path / "root", monkeypatch):
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "root"
+
+
+@pytest.fixture
+def client(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with serve(root, monkeypatch):
         yield job_client("us-central1")
 
 
@@ -152,3 +161,40 @@ def test_disable_retries_fails_at_once(client: Any, out: Path) -> None:
         "The replica workerpool1-0 exited with a non-zero status of 3."
     )
     assert len(starts(out, "workerpool1-0")) == 1
+
+
+def test_a_worker_that_sigkills_itself_once_is_restarted_and_the_job_succeeds(
+    client: Any, out: Path, root: Path
+) -> None:
+    # The kernel's out-of-memory killer SIGKILLs the trainer itself (not its process group):
+    # a signal is not one of the permanent "common errors", so the worker is restarted.
+    pools = [pool(out, 1, "--sleep=1.5"), pool(out, 1, "--fail-times=1", "--signal=9")]
+    done = run(client, pools)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert len(starts(out, "workerpool1-0")) == 2
+    log = (root / "jobs" / done.name.rsplit("/", 1)[1] / "job.log").read_text()
+    assert "workerpool1-0 exited with status 137 (killed by signal 9, SIGKILL); restarting" in log
+
+
+def test_a_worker_killed_by_a_signal_every_time_fails_the_job_naming_the_signal(
+    client: Any, out: Path
+) -> None:
+    pools = [pool(out, 1, "--sleep=5"), pool(out, 1, "--fail-times=99", "--signal=9")]
+    done = run(client, pools)
+    assert done.state == JobState.JOB_STATE_FAILED
+    lines = done.error.message.splitlines()
+    assert lines[0] == (
+        "The replica workerpool1-0 exited with a non-zero status of 9(SIGKILL). "
+        "Termination reason: Error."
+    )
+    assert lines[1] == "The replica was restarted 5 time(s) and the job retried 3 time(s)."
+    assert len(starts(out, "workerpool1-0")) == 6 * 4
+
+
+def test_a_segfault_is_named_as_its_signal(client: Any, out: Path) -> None:
+    pools = [pool(out, 1, "--fail-times=99", "--signal=11")]
+    done = run(client, pools, scheduling={"disable_retries": True})
+    assert done.state == JobState.JOB_STATE_FAILED
+    assert done.error.message.startswith(
+        "The replica workerpool0-0 exited with a non-zero status of 11(SIGSEGV)."
+    )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import signal
 import stat
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -73,3 +76,54 @@ def test_a_root_too_long_for_a_socket_gets_a_private_one(tmp_path: Path) -> None
 def test_a_port_is_loopback_tcp(tmp_path: Path) -> None:
     with emulator.start(tmp_path / "root", port=0) as emu:
         assert emu.address == f"127.0.0.1:{emu.port}"
+
+
+def test_a_port_is_announced_as_reachable_by_every_local_user(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="trainpool.emulator"):
+        with emulator.start(tmp_path / "root", port=0) as emu:
+            pass
+    assert f"listens on {emu.address}: any local user can reach this port" in caplog.text
+    assert "run code as you" in caplog.text
+    caplog.clear()
+    with emulator.start(tmp_path / "root"):
+        pass
+    assert "any local user" not in caplog.text, "the socket is the owner's: nothing to warn"
+
+
+def test_the_cli_says_so_in_its_help_and_its_start_up_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from trainpool.cli import app
+
+    shown = CliRunner().invoke(app, ["emulator", "--help"], env={"COLUMNS": "1000"}).stdout
+    help_text = " ".join(shown.replace("│", " ").split())
+    assert "UNSAFE on a shared machine: any local user can reach a port" in help_text
+    assert "run code as you" in help_text and "--no-storage" in help_text
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for extra, says in (
+        (["--port", "0"], "WARNING: any local user can reach this port"),
+        ([], "(root {root}; owner only)"),
+    ):
+        root = tmp_path / f"root{len(extra)}"
+        cli = subprocess.Popen(
+            [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(root), *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            assert cli.stdout is not None
+            first = cli.stdout.readline()
+            storage_line = cli.stdout.readline()
+        finally:
+            cli.send_signal(signal.SIGTERM)
+            _, err = cli.communicate(timeout=30)
+        assert says.format(root=root.resolve()) in first, first
+        assert "run code as you" in first or not extra
+        assert "/<secret>" in storage_line and "owner only" in storage_line
+        secret = (root / "storage.token").read_text().strip() if root.exists() else "-"
+        assert secret not in first + storage_line, "the secret is not on stdout"
+        assert "export STORAGE_EMULATOR_HOST=http://127.0.0.1:" in err

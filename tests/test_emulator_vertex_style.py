@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.environments import share_environments
 from fixtures.jobs import wait_job
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -30,7 +31,7 @@ MACHINE = {"machine_type": "n1-standard-4"}
 
 @pytest.fixture
 def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with emulator.start(tmp_path / "root") as emu:
+    with emulator.start(share_environments(tmp_path / "root")) as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         yield job_client("us-central1")
 
@@ -52,7 +53,7 @@ def test_an_sdist_with_install_requires_and_hypertune_runs_a_sweep(
 ) -> None:
     build_sdist(tmp_path, tmp_path / "root/gcs/bkt/pkgs")
     package = {
-        "executor_image_uri": "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest",
+        "executor_image_uri": "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-1:latest",
         "package_uris": ["gs://bkt/pkgs/trainer-0.1.tar.gz"],
         "python_module": "trainer.task",
         "args": ["--boost-rounds=5"],

@@ -125,15 +125,34 @@ def test_job_command_and_args_override_like_a_container(tmp_path: Path) -> None:
     assert image.argv(None, ["--b"]) == [str(image.python), "train.py", "--b"]
 
 
-def test_tagged_repository_is_refused(tmp_path: Path) -> None:
-    request = builder.BuildRequest(source_dir=trainer(tmp_path / "src"), repository="local/demo:v1")
+def test_a_tag_is_put_on_the_image_as_docker_build_t_does(tmp_path: Path) -> None:
+    src = trainer(tmp_path / "src")
+    request = builder.BuildRequest(source_dir=src, repository="local/demo", tag="latest")
+    first = builder.build(request, StoreBackend(tmp_path / "store"), log=lambda _: None)
+    assert first.image_uri == f"local/demo:latest@sha256:{first.digest}"
+    assert first.tag == "latest"
+    found = local_store.lookup("local/demo:latest", tmp_path / "store")
+    assert found is not None and found.digest == first.digest
+    assert local_store.lookup("local/demo", tmp_path / "store") == found  # no tag: latest
+    assert local_store.lookup(f"local/demo:ctx-{first.digest[:20]}", tmp_path / "store") == found
+    # a changed folder built with the same tag moves the tag; a cached build tags it too
+    (src / "train.py").write_text(TRAINER + "# changed\n")
+    second = builder.build(request, StoreBackend(tmp_path / "store"), log=lambda _: None)
+    moved = local_store.lookup("local/demo:latest", tmp_path / "store")
+    assert moved is not None and moved.digest == second.digest != first.digest
+    (src / "train.py").write_text(TRAINER)
+    again = builder.build(request, StoreBackend(tmp_path / "store"), log=lambda _: None)
+    back = local_store.lookup("local/demo:latest", tmp_path / "store")
+    assert again.cached and back is not None and back.digest == first.digest
+
+
+def test_a_digest_in_the_image_name_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as err:
-        builder.build(request, StoreBackend(tmp_path / "store"), log=lambda _: None)
-    assert str(err.value) == (
-        "image_uri: 'local/demo:v1' has a tag or digest; accepted: the repository only "
-        "(e.g. 'local/demo'); trainpool tags the image with its context digest"
-    )
-    assert not (tmp_path / "store").exists()
+        builder.target("local/demo@sha256:" + "0" * 64)
+    assert str(err.value).startswith("image_uri: 'local/demo@sha256:000")
+    assert "accepted: REPOSITORY or REPOSITORY:TAG" in str(err.value)
+    assert builder.target("local/demo:v1") == ("local/demo", "v1")
+    assert builder.target("localhost:5000/demo") == ("localhost:5000/demo", "")
 
 
 @pytest.mark.slow

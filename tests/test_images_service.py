@@ -17,6 +17,7 @@ case "$1" in
   info) exit 0 ;;
   image) grep -q "^build" "{calls}" || exit 1; echo sha256:feedface; exit 0 ;;
   build) exit 0 ;;
+  tag) exit 0 ;;
 esac
 exit 1
 """
@@ -74,3 +75,36 @@ def test_docker_without_an_engine_is_refused_naming_the_backend(
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
     with pytest.raises(ValueError, match="backend: 'docker' but no Docker engine answers"):
         build_image(trainer, backend="docker", root=tmp_path / "root", log=lambda _: None)
+
+
+def test_image_repo_tag_is_tagged_in_the_store_and_by_docker(
+    docker_on_path: Path, trainer: Path, tmp_path: Path
+) -> None:
+    local = build_image(
+        trainer, image_uri="local/demo:latest", root=tmp_path / "root", log=lambda _: None
+    )
+    assert local.image_uri == f"local/demo:latest@sha256:{local.digest}"
+    assert local_store.lookup("local/demo:latest", tmp_path / "root") is not None
+    docker = build_image(
+        trainer,
+        image_uri="local/demo:v2",
+        backend="docker",
+        root=tmp_path / "r2",
+        log=lambda _: None,
+    )
+    assert docker.image_uri == "local/demo:v2@sha256:feedface"
+    assert f"tag local/demo:ctx-{docker.digest[:20]} local/demo:v2" in docker_on_path.read_text()
+
+
+def test_a_tag_with_cloud_build_is_refused_before_anything_is_built(
+    trainer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("VERTEX_AI_EMULATOR_HOST", raising=False)
+    with pytest.raises(ValueError, match="accepted with Cloud Build: the repository only"):
+        build_image(
+            trainer,
+            image_uri="us-docker.pkg.dev/p/r/t:latest",
+            backend="cloud",
+            project="p",
+            log=lambda _: None,
+        )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
-from trainpool.images import sources, storage
+from trainpool.images import local_store, sources, storage
 from trainpool.images.service import build_image
 
 ROOT_URI = "gs://pipes/root"
@@ -109,3 +110,73 @@ def test_upload_source_prints_the_uri_the_sdk_passes(store: Path, tmp_path: Path
     refused = CliRunner().invoke(app, ["upload-source", str(folder), "--pipeline-root", "/x"])
     assert refused.exit_code == 2
     assert "pipeline_root: '/x' is not a gs:// URI" in refused.stderr
+
+
+def planted_archive(marker: Path) -> bytes:
+    """Another user's trainer, written at someone else's content address."""
+    code = f"open({str(marker)!r}, 'w').write('planted ran')\nprint('loss', 0.0)\n".encode()
+    data = io.BytesIO()
+    with tarfile.open(fileobj=data, mode="w:gz") as tar:
+        for name, content in (("trainer/__init__.py", b""), ("trainer/task.py", code)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(content), 0o644
+            tar.addfile(info, io.BytesIO(content))
+    return data.getvalue()
+
+
+def test_a_planted_object_at_the_content_address_is_replaced_and_never_runs(
+    store: Path, tmp_path: Path
+) -> None:
+    folder = trainer(tmp_path / "a")
+    uri = sources.upload(folder, ROOT_URI)
+    marker = tmp_path / "PLANTED"
+    storage.write(uri, planted_archive(marker))  # as if another user wrote it there
+
+    said: list[str] = []
+    again = sources.upload(folder, ROOT_URI, say=said.append)  # the owner's next run
+    assert again == uri and len(said) == 1
+    assert "hash to" in said[0] and "not the digest its name says" in said[0]
+    assert "replaced it with the files of" in said[0]
+    assert storage.read(uri) == sources.pack(folder)[1]
+
+    home = tmp_path / "home"
+    built = build_image(uri, backend="local", root=home, log=lambda _: None)
+    image = local_store.lookup(built.image_uri, home)
+    assert image is not None
+    ran = subprocess.run(
+        [str(image.python), "-m", "trainer.task"],
+        cwd=image.context_dir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert ran.stdout.strip() == "loss 0.5" and not marker.exists()
+
+
+def test_an_object_changed_after_upload_is_refused_at_build(store: Path, tmp_path: Path) -> None:
+    uri = sources.upload(trainer(tmp_path / "a"), ROOT_URI)
+    storage.write(uri, planted_archive(tmp_path / "PLANTED"))
+    with pytest.raises(sources.SourceMismatch, match="refused") as refused:
+        build_image(uri, backend="local", root=tmp_path / "home", log=lambda _: None)
+    assert uri in str(refused.value) and "source_dir" in str(refused.value)
+    assert not (tmp_path / "home" / "images").exists() and not (tmp_path / "PLANTED").exists()
+    with pytest.raises(sources.SourceMismatch):
+        sources.unpack(uri, tmp_path / "dest")
+    assert not (tmp_path / "dest").exists()
+
+
+def test_the_same_files_in_other_bytes_are_the_same_source(store: Path, tmp_path: Path) -> None:
+    folder = trainer(tmp_path / "a")
+    uri = sources.upload(folder, ROOT_URI)
+    with tarfile.open(fileobj=io.BytesIO(sources.pack(folder)[1]), mode="r:gz") as tar:
+        recompressed = io.BytesIO()
+        with tarfile.open(fileobj=recompressed, mode="w:gz", compresslevel=1) as out:
+            for member in tar.getmembers():
+                member.mtime = 12345  # not part of the digest
+                out.addfile(member, tar.extractfile(member))
+    storage.write(uri, recompressed.getvalue())
+    said: list[str] = []
+    assert sources.upload(folder, ROOT_URI, say=said.append) == uri and said == []
+    assert storage.read(uri) == recompressed.getvalue(), "kept: its files are the digest's"
+    assert sources.mismatch(uri.replace(uri[-20:], "x.tar.gz"), b"") is not None

@@ -38,7 +38,7 @@ def errors(request: dict[str, Any]) -> str:
         ),
         (
             {"primary": CPU, "workers": {**CPU, "replica_count": 0}},
-            "workers.replica_count: 0 is not accepted; accepted: a whole number >= 1",
+            "workers.replica_count: 0 is not accepted; accepted: a whole number from 1 to 1000",
         ),
         (
             {"primary": {"machine_type": "n1-standrd-8"}},
@@ -161,7 +161,7 @@ def errors(request: dict[str, Any]) -> str:
         ),
         (
             {"primary": CPU, "base_output_directory": "/tmp/out"},
-            "base_output_directory: '/tmp/out' is not accepted; accepted: a gs://BUCKET/PATH URI",
+            "base_output_directory: '/tmp/out' is not a gs:// URI; accepted: gs://BUCKET/OBJECT",
         ),
         (
             {
@@ -209,7 +209,7 @@ def test_every_problem_is_reported_at_once() -> None:
         "`trainpool catalog`; or set allow_unknown_machine_types if Vertex has it and the "
         "catalog does not yet",
         "timeout: 'soon' is not accepted; accepted: a duration in seconds such as \"3600s\" or "
-        '"1.5s"',
+        '"1.5s" (ASCII digits, at most 315,576,000,000s), more than 0s',
     ]
 
 

@@ -58,7 +58,8 @@ def test_kfp_floats_are_read_as_ints() -> None:
     spec = {"workerPoolSpecs": [{**pool(V100), "replicaCount": 1.0}]}
     assert validate_custom_job_spec(spec) == []
     assert refused({"workerPoolSpecs": [{**pool(V100), "replicaCount": 1.5}]}) == (
-        "workerPoolSpecs[0].replicaCount: 1.5 is not accepted; accepted: a whole number >= 1"
+        "workerPoolSpecs[0].replicaCount: 1.5 is not accepted; accepted: a whole number from "
+        "1 to 1000 (trainpool's bound; Vertex publishes none)"
     )
 
 

@@ -46,3 +46,25 @@ class InputError(ValueError):
     def of(cls, field: str, message: str) -> InputError:
         """One problem: ``field: message``."""
         return cls([Problem(field, message)])
+
+
+def brief(value: object, limit: int = 80, *, quoted: bool = True) -> str:
+    """``value`` as it reads in a message: ``repr`` of a string (its text when not
+    ``quoted``), cut to about ``limit`` characters with its full length said, so a 20 MB
+    value makes a short message."""
+    if isinstance(value, str | bytes):
+        unit = "characters" if isinstance(value, str) else "bytes"
+        if not quoted:
+            text = printable(value[:limit]) if isinstance(value, str) else repr(value[:limit])
+            return text if len(value) <= limit else f"{text}... ({len(value):,} {unit})"
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}... ({len(value):,} {unit})"
+    text = str(value)
+    return text if len(text) <= limit + 20 else f"{text[:limit]}... ({len(text):,} characters)"
+
+
+def printable(text: str) -> str:
+    """``text`` with each character that does not print (NUL, controls, line feeds) written
+    as its escape, so a message stays one readable line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

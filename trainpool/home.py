@@ -7,11 +7,13 @@ that reads or writes there (the emulator, the local run, the image store, the CL
 :class:`Home` for the path, so the layout is written here and nowhere else::
 
     <root>/emulator.sqlite          the emulator's records
-    <root>/emulator.lock            held by the one emulator of the root (pid, addresses)
+    <root>/emulator.lock            held by the one emulator of the root (pid, addresses; 0600)
     <root>/emulator.sock            its Unix socket (mode 0600)
+    <root>/storage.token            the storage door's secret (mode 0600)
     <root>/gcs/BUCKET/OBJECT        local Cloud Storage (``cluster_env.gcs.to_path``)
     <root>/storage-uploads/         the Cloud Storage door's uploads in progress
     <root>/images/                  the local image store (``images.local_store``)
+    <root>/environments/            prebuilt training images as virtualenvs (emulator)
     <root>/jobs/<job id>/           a job's files (:class:`JobFiles`)
     <root>/pipelines/<job id>/      a PipelineJob's spec and run log
     <root>/builds/<build id>/       a Cloud Build's log
@@ -39,7 +41,8 @@ class JobFiles:
     workerpoolP-I.log               each replica's output
     hypertune/workerpoolP-I.metrics each replica's CLOUD_ML_HP_METRIC_FILE
     home/workerpoolP-I/             each replica's HOME
-    workerpoolP-site/               pool P's installed pythonPackageSpec packages
+    work/workerpoolP-I/             each replica's working directory, fresh at every start
+    workerpoolP-env/                pool P's pythonPackageSpec packages (a virtualenv)
     trial-<n>/                      a sweep's trial, with the same files
     """
 
@@ -59,8 +62,13 @@ class JobFiles:
     def replica_home(self, replica: str) -> Path:
         return self.dir / "home" / replica
 
-    def package_site(self, pool: int) -> Path:
-        return self.dir / f"workerpool{pool}-site"
+    def replica_workdir(self, replica: str) -> Path:
+        return self.dir / "work" / replica
+
+    def package_env(self, pool: int) -> Path:
+        """Pool ``pool``'s installed ``pythonPackageSpec`` packages: a virtualenv over the
+        pool's Python (a prebuilt image's environment, or the emulator's)."""
+        return self.dir / f"workerpool{pool}-env"
 
     def trial(self, trial_id: str | int) -> JobFiles:
         return JobFiles(self.dir / f"trial-{trial_id}")
@@ -104,6 +112,11 @@ class Home:
         return self.root / "emulator.lock"
 
     @property
+    def emulator_log(self) -> Path:
+        """The emulator's own log: what went wrong inside it (an answer says only INTERNAL)."""
+        return self.root / "emulator.log"
+
+    @property
     def socket(self) -> Path:
         return self.root / "emulator.sock"
 
@@ -113,12 +126,23 @@ class Home:
         return self.root / "gcs"
 
     @property
+    def storage_token(self) -> Path:
+        """The storage door's secret alone (mode 0600), for gcloud's access token file."""
+        return self.root / "storage.token"
+
+    @property
     def storage_uploads(self) -> Path:
         return self.root / "storage-uploads"
 
     @property
     def images(self) -> Path:
         return self.root / "images"
+
+    @property
+    def environments(self) -> Path:
+        """Vertex's prebuilt training images as local virtualenvs, one per framework and
+        version (``trainpool.emulator.jobs.environments``)."""
+        return self.root / "environments"
 
     @property
     def localrun(self) -> Path:
@@ -144,7 +168,13 @@ class Served:
     """What an emulator says of itself: its store and its Cloud Storage door ("" if none)."""
 
     home: Home
-    storage_address: str
+    storage_env: dict[str, str]
+    """What points Cloud Storage clients at its door (``STORAGE_EMULATOR_HOST``, gcloud's
+    endpoint and token file); empty when it serves none."""
+
+    @property
+    def storage_address(self) -> str:
+        return self.storage_env.get("STORAGE_EMULATOR_HOST", "")
 
 
 def served_by(address: str, timeout_s: float = 10.0) -> Served:
@@ -165,7 +195,8 @@ def served_by(address: str, timeout_s: float = 10.0) -> Served:
                 f"{err.details()}; accepted: an emulator this trainpool started"
             ) from err
     answer = json.loads(raw)
-    return Served(Home(Path(answer["root"])), str(answer.get("storage_address") or ""))
+    storage = answer.get("storage_env") or {}
+    return Served(Home(Path(answer["root"])), {str(k): str(v) for k, v in storage.items()})
 
 
 def current(root: Path | str | None = None) -> Home:

@@ -1,4 +1,5 @@
-"""Machine types, TPUs, accelerators, regions, egress and prices, as CSV data with sources.
+"""Machine types, TPUs, accelerators, regions, egress, prices and Vertex's prebuilt training
+containers, as CSV data with sources.
 
 The data lives in ``trainpool/catalog/data/*.csv``; every row has a ``source`` and a
 ``verified`` flag. Prices are Compute Engine (and Cloud TPU) list prices, on demand and on Spot,
@@ -7,6 +8,15 @@ generated files from the saved pages in ``trainpool/catalog/refresh/pages``.
 """
 
 from trainpool.catalog.locations import nearest_first, regions_of, vertex_regions
+from trainpool.catalog.prebuilt import (
+    IncludedPackage,
+    PrebuiltImage,
+    closest_prebuilt,
+    included_packages,
+    is_google_training_image,
+    prebuilt_image,
+    prebuilt_images,
+)
 from trainpool.catalog.prices import hourly, priced_regions
 from trainpool.catalog.query import (
     UnknownName,
@@ -29,7 +39,9 @@ __all__ = [
     "Accelerator",
     "Egress",
     "FixedGpu",
+    "IncludedPackage",
     "Machine",
+    "PrebuiltImage",
     "TpuShape",
     "UnknownName",
     "accelerator",
@@ -38,12 +50,17 @@ __all__ = [
     "accelerators",
     "allowed_counts",
     "attachable",
+    "closest_prebuilt",
     "fixed_gpu",
     "hourly",
+    "included_packages",
+    "is_google_training_image",
     "machine",
     "machine_price",
     "machines",
     "nearest_first",
+    "prebuilt_image",
+    "prebuilt_images",
     "priced_regions",
     "refusal",
     "regions_of",

@@ -32,7 +32,11 @@ def build_image_command(
         False, "--docker", help="The local Docker engine instead (the emulator cannot run it)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as one JSON object."),
-    image: str = typer.Option("", "--image", help="Repository to tag (default: from DIR's name)."),
+    image: str = typer.Option(
+        "",
+        "--image",
+        help="REPOSITORY or REPOSITORY:TAG, as `docker build -t` (default: from DIR's name).",
+    ),
     framework: str = typer.Option("pytorch", help="pytorch or tensorflow (the prebuilt base)."),
     base_image: str = typer.Option(
         "", "--base-image", help="A base image instead of the prebuilt."
@@ -48,7 +52,8 @@ def build_image_command(
         Path | None, typer.Option("--root", help="Local store root (default $TRAINPOOL_HOME).")
     ] = None,
 ) -> None:
-    """Build a training image whose tag is the digest of its context; skip it when it exists."""
+    """Build a training image tagged with the digest of its context (and with --image's tag,
+    if any); skip the build when an image of that context exists."""
     from trainpool.images.service import build_image
 
     try:

@@ -1,10 +1,12 @@
-"""``trainpool emulator [--root DIR] [--port N] [fault flags]``: the local Vertex AI API.
+"""``trainpool emulator [--root DIR] [--port N] [--no-storage] [fault flags]``: the local
+Vertex AI API.
 
 It listens on ``<root>/emulator.sock`` (mode 0600: its owner only), or on
-``127.0.0.1:N`` with ``--port`` (every local user can reach a port). ``--storage`` also
-serves ``<root>/gcs`` through the Cloud Storage JSON API on ``http://127.0.0.1:PORT``
-(for ``STORAGE_EMULATOR_HOST``; a port too, with no authentication). One emulator
-per root: a second one on the same root is refused, naming the running one.
+``127.0.0.1:N`` with ``--port`` (an opt-in: any local user can reach a port and run code as
+you; the start-up line says so). It also serves ``<root>/gcs`` through the Cloud Storage
+JSON API on ``http://127.0.0.1:PORT/<secret>`` (owner-only: the secret is in the root's
+0600 files; ``--no-storage`` turns it off). One emulator per root: a second one on the
+same root is refused, naming the running one.
 """
 
 from __future__ import annotations
@@ -19,13 +21,17 @@ import typer
 from trainpool.cli._common import fail
 from trainpool.config import default_root
 
+DEFAULT_STORAGE_LIMIT = 5 << 30
+"""The storage door's default object limit (5 GiB), as ``emulator.start``'s."""
+
 
 def emulator_command(
     port: Annotated[
         int | None,
         typer.Option(
-            help="Listen on 127.0.0.1:PORT (0: any free port) instead of the root's socket; "
-            "any local user can reach a port."
+            help="Listen on 127.0.0.1:PORT (0: any free port) instead of the root's socket. "
+            "UNSAFE on a shared machine: any local user can reach a port and have the emulator "
+            "run code as you."
         ),
     ] = None,
     root: Annotated[
@@ -48,11 +54,15 @@ def emulator_command(
     storage: Annotated[
         bool,
         typer.Option(
-            help="Also serve the root's gcs/ through the Cloud Storage JSON API on "
-            "http://127.0.0.1:PORT for STORAGE_EMULATOR_HOST; no authentication, so any "
-            "local user can reach it."
+            help="Serve the root's gcs/ through the Cloud Storage JSON API on "
+            "http://127.0.0.1:PORT/<secret> (STORAGE_EMULATOR_HOST, gcloud); owner-only: the "
+            "secret is in the root's 0600 files."
         ),
-    ] = False,
+    ] = True,
+    storage_max_bytes: Annotated[
+        int,
+        typer.Option(help="The largest object the storage door accepts (bytes; 413 beyond)."),
+    ] = DEFAULT_STORAGE_LIMIT,
 ) -> None:
     """Serve the Vertex AI JobService (and the other emulated services) to this user."""
     from trainpool import emulator
@@ -65,7 +75,13 @@ def emulator_command(
             methods=tuple(fault_method or ()),
             kill=emulator.KillFault(kill_replica, kill_after) if kill_replica else None,
         )
-        emu = emulator.start(root or default_root(), port=port, faults=faults, storage=storage)
+        emu = emulator.start(
+            root or default_root(),
+            port=port,
+            faults=faults,
+            storage=storage,
+            storage_max_bytes=storage_max_bytes,
+        )
     except (ValueError, OSError) as err:
         fail(str(err))
     stopping = threading.Event()
@@ -75,13 +91,21 @@ def emulator_command(
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    typer.echo(f"Vertex AI emulator listening on {emu.address} (root {emu.root})")
+    if emu.port is None:
+        typer.echo(f"Vertex AI emulator listening on {emu.address} (root {emu.root}; owner only)")
+    else:
+        typer.echo(
+            f"Vertex AI emulator listening on {emu.address} (root {emu.root}); WARNING: any "
+            "local user can reach this port and have the emulator run code as you"
+        )
     typer.echo(f"export VERTEX_AI_EMULATOR_HOST={emu.address}", err=True)
     if emu.storage_address:
         typer.echo(
-            f"Cloud Storage JSON API listening on {emu.storage_address} (root {emu.root}/gcs)"
+            f"Cloud Storage JSON API listening on {emu.storage_address.rsplit('/', 1)[0]}/<secret> "
+            f"(root {emu.root}/gcs; owner only: the secret is in {emu.root}/storage.token)"
         )
-        typer.echo(f"export STORAGE_EMULATOR_HOST={emu.storage_address}", err=True)
+        for name, value in emu.storage_env().items():
+            typer.echo(f"export {name}={value}", err=True)
     stopping.wait()
     emu.stop()
 

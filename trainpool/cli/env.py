@@ -17,12 +17,13 @@ REPLICA = re.compile(r"^workerpool([0-3])-(\d+)$")
 def _job_spec(path: Path) -> dict[str, Any]:
     """A CustomJobSpec from a JSON/YAML file: the spec itself, ``plan --json`` output,
     or a cluster request (planned with trainpool.plan)."""
-    import yaml
+    from trainpool.errors import InputError
+    from trainpool.spec.safe_load import load_yaml_file
 
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        fail(f"CLUSTER_FILE: cannot read {str(path)!r}: {err}")
+        data = load_yaml_file(path, "CLUSTER_FILE")
+    except InputError as err:
+        fail(str(err))
     if not isinstance(data, dict):
         fail(f"CLUSTER_FILE: {str(path)!r} holds no mapping; accepted: a CustomJobSpec or request")
     if "customJobSpec" in data:

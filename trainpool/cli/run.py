@@ -53,10 +53,10 @@ def run_command(
 
     from rich.console import Console
 
+    from trainpool.errors import InputError
     from trainpool.localrun.runner import run_local
     from trainpool.localrun.summary import job_lines
     from trainpool.spec.pipeline_params import (
-        ParamError,
         load_pipeline_spec,
         parse_params,
         pipeline_inputs,
@@ -65,7 +65,7 @@ def run_command(
     try:
         spec = load_pipeline_spec(pipeline)
         values = parse_params(param or [], pipeline_inputs(spec))
-    except ParamError as err:
+    except InputError as err:
         fail(str(err))
     except (OSError, ValueError) as err:
         fail(f"PIPELINE: {err}")

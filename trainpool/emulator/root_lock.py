@@ -1,9 +1,9 @@
 """One emulator per root: an ``fcntl`` lock on ``<root>/emulator.lock``.
 
 The server that holds the lock writes its pid and address (and its Cloud Storage
-JSON API's, ``storage_address``, when it serves one) into the file, so a
-second server on the same root is refused with a message naming both, and
-``trainpool run --local`` can use the running one instead of starting its own.
+JSON API's, ``storage_address``, secret included, when it serves one) into the file,
+mode 0600, so a second server on the same root is refused with a message naming both,
+and ``trainpool run --local`` can use the running one instead of starting its own.
 The kernel drops the lock when its holder dies (SIGKILL included), so a stale
 file never blocks a restart.
 """
@@ -72,15 +72,35 @@ def _holder(path: Path) -> tuple[str, int | None]:
 
 def acquire(root: Path) -> RootLock:
     """Lock ``root`` for this server; :class:`RootInUse` when another server holds it."""
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = Home(root).lock
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # it holds the storage door's secret
+    try:
+        if os.fstat(fd).st_uid == os.geteuid():
+            os.fchmod(fd, 0o600)
+    except OSError:
+        os.close(fd)
+        raise
+    handle = os.fdopen(fd, "r+", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
         raise RootInUse(root, *_holder(path)) from None
     return RootLock(root, handle)
+
+
+def storage_address(root: Path) -> str | None:
+    """The storage door's URL (with its secret) of the live emulator serving ``root``, or
+    None when none serves it or it serves no door. Only the owner can read it (mode 0600)."""
+    if running(root) is None:
+        return None
+    try:
+        data = json.loads(Home(root).lock.read_text() or "{}")
+    except (OSError, ValueError):
+        return None
+    found = data.get("storage_address") if isinstance(data, dict) else None
+    return str(found) if found else None
 
 
 def running(root: Path, wait_s: float = ADDRESS_WAIT_S) -> str | None:

@@ -9,6 +9,7 @@ stops.
 
 from __future__ import annotations
 
+import logging
 from concurrent import futures
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -16,7 +17,7 @@ from types import ModuleType, TracebackType
 import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
 
-from trainpool.emulator import listen, root_lock
+from trainpool.emulator import listen, private_root, root_lock
 from trainpool.emulator.api import (
     cloud_build,
     faults_service,
@@ -27,6 +28,8 @@ from trainpool.emulator.api import (
     resource_manager,
     schedule_service,
 )
+from trainpool.emulator.api.rpc import close_log, open_log
+from trainpool.emulator.cloud_storage.bodies import DEFAULT_LIMIT
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
@@ -44,13 +47,19 @@ SERVICES: tuple[ModuleType, ...] = (
     local_service,
 )
 WORKERS = 32
+PORT_WARNING = (
+    "the emulator listens on {address}: any local user can reach this port and have the "
+    "emulator run code as you (containerSpec.command); leave --port off on a shared machine"
+)
+_log = logging.getLogger("trainpool.emulator")
 
 
 class Emulator:
     """A running emulator: ``address`` is ``unix:<root>/emulator.sock`` (or
     ``127.0.0.1:PORT`` when started with a port); ``storage_address`` is
-    ``http://127.0.0.1:PORT`` when it serves the Cloud Storage JSON API (else None);
-    ``stop()`` ends it."""
+    ``http://127.0.0.1:PORT/<secret>`` when it serves the Cloud Storage JSON API (the
+    default; else None), what ``STORAGE_EMULATOR_HOST`` is set to; ``storage_env()`` the
+    whole environment for google-cloud-storage and gcloud; ``stop()`` ends it."""
 
     def __init__(
         self,
@@ -59,16 +68,18 @@ class Emulator:
         server: grpc.Server,
         lock: root_lock.RootLock,
         storage: StorageServer | None = None,
+        log: logging.Handler | None = None,
     ) -> None:
         self.state = state
         self.runner = runner
         self.root = state.root
         self.address = state.address
         self.port = int(self.address.rsplit(":", 1)[1]) if self.address[0].isdigit() else None
-        self.storage_address = storage.address if storage is not None else None
+        self.storage_address = state.storage_address
         self._server = server
         self._storage = storage
         self._lock = lock
+        self._log = log
         self._stopped = False
 
     def stop(self, grace_s: float = 1.0) -> None:
@@ -83,8 +94,14 @@ class Emulator:
         try:
             self.state.close()
         finally:
+            if self._log is not None:
+                close_log(self._log)
             listen.forget(self.address)
             self._lock.release()
+
+    def storage_env(self) -> dict[str, str]:
+        """``STORAGE_EMULATOR_HOST`` and gcloud's settings for the storage door ({} if none)."""
+        return self.state.storage_env()
 
     def preempt(self, job_name: str) -> cj.CustomJob:
         """Preempt RUNNING CustomJob ``job_name`` as Compute Engine reclaims Spot VMs, and
@@ -113,42 +130,58 @@ def start(
     root: str | Path,
     port: int | None = None,
     faults: Faults | None = None,
-    storage: bool = False,
+    storage: bool = True,
+    storage_max_bytes: int = DEFAULT_LIMIT,
 ) -> Emulator:
     """Serve every service in ``SERVICES`` from ``root``, on ``unix:<root>/emulator.sock``
-    (mode 0600), or on ``127.0.0.1:port`` when ``port`` is given (0: a free port).
+    (mode 0600: the owner only), or on ``127.0.0.1:port`` when ``port`` is given (0: a free
+    port; any local user can reach it: an opt-in, logged as a warning).
 
-    With ``storage``, also serve ``<root>/gcs`` through the Cloud Storage JSON API on
-    ``http://127.0.0.1:PORT`` (a free port; :mod:`trainpool.emulator.cloud_storage`), for
-    clients given ``STORAGE_EMULATOR_HOST``: a port, so every local user can reach it.
+    Unless ``storage`` is False, also serve ``<root>/gcs`` through the Cloud Storage JSON API
+    on ``http://127.0.0.1:PORT/<secret>`` (:mod:`trainpool.emulator.cloud_storage`): owner-only
+    through a fresh secret kept in 0600 files of the root; no object over
+    ``storage_max_bytes``.
 
-    Raises :class:`trainpool.emulator.root_lock.RootInUse` (an ``OSError``) when another
+    The root is made its owner's only first (:mod:`trainpool.emulator.private_root`: mode
+    0700, and this process's umask at least 0o077). Raises
+    :class:`trainpool.emulator.root_lock.RootInUse` (an ``OSError``) when another
     emulator serves ``root``; nothing of that one is touched.
     """
     if port is not None and not 0 <= port <= 65535:
         raise ValueError(f"port: {port!r}; accepted: 0 (any free port) to 65535")
+    if storage_max_bytes < 1:
+        raise ValueError(f"storage_max_bytes: {storage_max_bytes!r}; accepted: 1 or more")
     root = Path(root).resolve()
+    private_root.make_private(root)
     lock = root_lock.acquire(root)
     try:
         state = EmulatorState(root, faults or Faults())
     except BaseException:
         lock.release()
         raise
+    threads = f"emulator-{id(state):x}"
+    try:
+        log = open_log(state.home.emulator_log, threads)
+    except BaseException:
+        state.close()
+        lock.release()
+        raise
     interceptors = [FaultInterceptor(state.faults)] if state.faults.active else []
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=WORKERS),
+        futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=threads),
         interceptors=interceptors,
         options=[("grpc.so_reuseport", 0)],
     )
     door: StorageServer | None = None
     try:
         if storage:
-            door = serve(state.home)
-            state.storage_address = door.address
+            door = serve(state.home, limit=storage_max_bytes)
+            state.storage = door.key
         if port is None:
             state.address = listen.listen_unix(server, listen.socket_path(state.home))
         else:
             state.address = listen.listen_tcp(server, port)
+            _log.warning(PORT_WARNING.format(address=state.address))
         runner = start_runner(state)
         server.add_generic_rpc_handlers([module.handler(state, runner) for module in SERVICES])
     except BaseException:
@@ -156,9 +189,10 @@ def start(
             door.stop()
         server.stop(0)
         state.close()
+        close_log(log)
         listen.forget(state.address)
         lock.release()
         raise
     server.start()
-    lock.publish(state.address, door.address if door is not None else None)
-    return Emulator(state, runner, server, lock, door)
+    lock.publish(state.address, state.storage_address)
+    return Emulator(state, runner, server, lock, door, log)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainpool.emulator.cloud_storage.access import DoorKey
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.records import migrate
 from trainpool.emulator.records.database import Database
@@ -28,8 +29,8 @@ class EmulatorState:
     address: str = ""
     """``unix:PATH`` or ``127.0.0.1:PORT`` once the server listens (services that start
     clients need it)."""
-    storage_address: str = ""
-    """The Cloud Storage door's URL (for ``STORAGE_EMULATOR_HOST``), "" when none is served."""
+    storage: DoorKey | None = None
+    """The Cloud Storage door's address and secret while it serves (None: not served)."""
     home: Home = field(init=False)
     db: Database = field(init=False)
     records: Records = field(init=False)
@@ -42,6 +43,18 @@ class EmulatorState:
         self.db = Database(self.home.database)
         self.records = Records(self.db)
         migrate.move_old_tables(self.db, self.records)
+
+    @property
+    def storage_address(self) -> str | None:
+        """``http://127.0.0.1:PORT/<secret>``: ``STORAGE_EMULATOR_HOST`` for this store's
+        Cloud Storage door, or None when it is not served."""
+        return self.storage.url if self.storage is not None else None
+
+    def storage_env(self) -> dict[str, str]:
+        """What points google-cloud-storage and gcloud at the door ({} when not served):
+        ``STORAGE_EMULATOR_HOST``, ``CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE``,
+        ``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE`` (:meth:`DoorKey.client_env`)."""
+        return self.storage.client_env() if self.storage is not None else {}
 
     def new_id(self, sequence: str = "resource") -> str:
         """The next id of ``sequence`` as a string ("1000", "1001", ...); survives restarts."""

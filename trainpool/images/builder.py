@@ -1,17 +1,19 @@
 """Build an image from a trainer folder: context, content tag, cache check, backend.
 
 The tag is ``ctx-`` plus the first 20 hex digits of the context digest, so an
-unchanged folder maps to the same tag and its build is skipped. A backend is
-anything with ``name``, ``find(image, digest)`` (the URI with digest of an
-existing image, or None) and ``build(context, image)`` (URI with digest, notes):
-:class:`LocalBackend` here, ``trainpool.images.cloud_build.CloudBuildBackend``
-for Cloud Build.
+unchanged folder maps to the same tag and its build is skipped. A tag given with the
+repository (``REPO:TAG``, as ``docker build -t`` takes it) is put on the image too, built
+or found, and moved there if it named another image. A backend is anything with
+``name``, ``find(image, digest)`` (the URI with digest of an existing image, or None),
+``build(context, image)`` (URI with digest, notes) and ``tag(image, digest, name)``:
+``images.local_backend`` (local store, Docker engine),
+``trainpool.images.cloud_build.CloudBuildBackend`` for Cloud Build.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -28,6 +30,8 @@ class Backend(Protocol):
 
     def build(self, context: BuildContext, image: str) -> tuple[str, list[str]]: ...
 
+    def tag(self, image: str, digest: str, name: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class BuildRequest:
@@ -38,6 +42,8 @@ class BuildRequest:
     reduction_server: bool = False
     entrypoint: list[str] | None = None
     build_args: Mapping[str, str] = field(default_factory=dict)
+    tag: str = ""
+    """A tag of the user's (``REPO:TAG``), put on the image besides its content tag."""
 
 
 @dataclass(frozen=True)
@@ -64,13 +70,25 @@ class BuildResult:
 
 def repository(uri: str, field_name: str = "image_uri") -> str:
     """Check ``uri`` names a repository only (the tag comes from the context)."""
-    ref = image_ref.parse(uri, field_name)
-    if ref.tag or ref.digest:
+    repo, tag = target(uri, field_name)
+    if tag:
         raise ValueError(
-            f"{field_name}: {uri!r} has a tag or digest; accepted: the repository only "
-            f"(e.g. {ref.repository!r}); trainpool tags the image with its context digest"
+            f"{field_name}: {uri!r} has a tag; accepted: the repository only "
+            f"(e.g. {repo!r}); trainpool tags the image with its context digest"
         )
-    return ref.repository
+    return repo
+
+
+def target(uri: str, field_name: str = "image_uri") -> tuple[str, str]:
+    """``(repository, tag)`` of ``REPO`` or ``REPO:TAG`` (tag "" when none), as
+    ``docker build -t`` takes it; a digest is refused (a build makes the digest)."""
+    ref = image_ref.parse(uri, field_name)
+    if ref.digest:
+        raise ValueError(
+            f"{field_name}: {uri!r} has a digest; accepted: REPOSITORY or REPOSITORY:TAG "
+            f"(e.g. {ref.repository!r}); the build gives the image its digest"
+        )
+    return ref.repository, ref.tag
 
 
 def prepare(request: BuildRequest) -> tuple[BuildContext, str]:
@@ -103,13 +121,26 @@ def build(
     ctx, kind = prepare(request)
     digest = ctx.digest
     tag = TAG_PREFIX + digest[:20]
-    image = f"{repository(request.repository, 'image_uri')}:{tag}"
+    repo = repository(request.repository, "image_uri")
+    image = f"{repo}:{tag}"
     found = backend.find(image, digest)
     if found:
         log(f"{image}: an image of this exact context exists ({backend.name}); build skipped")
-        return BuildResult(found, True, backend.name, digest, tag, kind)
+        return _tagged(BuildResult(found, True, backend.name, digest, tag, kind), request, backend)
     log(f"{image}: building with {backend.name} ({len(ctx.entries)} files, {kind} Dockerfile)")
     uri, notes = backend.build(ctx, image)
     for note in notes:
         log(note)
-    return BuildResult(uri, False, backend.name, digest, tag, kind, notes)
+    result = BuildResult(uri, False, backend.name, digest, tag, kind, notes)
+    return _tagged(result, request, backend)
+
+
+def _tagged(result: BuildResult, request: BuildRequest, backend: Backend) -> BuildResult:
+    """``result`` with the user's tag put on its image (``REPO:TAG@sha256:...``)."""
+    if not request.tag:
+        return result
+    name = f"{request.repository}:{request.tag}"
+    backend.tag(result.image_uri, result.digest, name)
+    _, _, image_digest = result.image_uri.partition("@")
+    uri = f"{name}@{image_digest}" if image_digest else name
+    return replace(result, image_uri=uri, tag=request.tag)

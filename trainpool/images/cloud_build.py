@@ -174,6 +174,11 @@ class CloudBuildBackend:
         except FailedPrecondition as err:
             self.log(f"build {build_id} not cancelled: {err.message}")
 
+    def tag(self, image: str, digest: str, name: str) -> None:
+        """Not supported: Cloud Build tags only the images it builds, and a build is skipped
+        when its context was built before (``images.service`` refuses a tag up front)."""
+        raise ValueError(f"image_uri: {name!r}; accepted with Cloud Build: a repository only")
+
     def build(self, context: Context, image: str) -> tuple[str, list[str]]:
         obj = self.upload(context)
         self.log(f"uploaded the build context to gs://{self.bucket_name}/{obj}")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from trainpool.images import ignore, secrets
+from trainpool.images import archives, ignore, secrets
 
 _CHUNK = 1 << 20
 ALWAYS_SENT = frozenset({"Dockerfile", ".dockerignore"})
@@ -71,8 +71,22 @@ def generated(path: str, content: bytes, executable: bool = False) -> Entry:
     )
 
 
+def scanned_entry(rel: str, source: Path) -> Entry:
+    """:func:`file_entry`, reading the file once for both its digest and a credential
+    (:class:`trainpool.images.secrets.Scanner`): CredentialInContext names it."""
+    digest, scanner = hashlib.sha256(), secrets.Scanner()
+    with source.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+            kind = scanner.feed(chunk)
+            if kind is not None:
+                raise secrets.CredentialInContext(rel, kind)
+    return Entry(rel, _mode(source.stat().st_mode), digest.hexdigest(), source=source)
+
+
 def _walk(root: Path, patterns: list[ignore.Pattern]) -> Iterator[Entry]:
     can_reinclude = any(p.negated for p in patterns)
+    tally = archives.Tally("source_dir")
     for folder, dirs, files in os.walk(root):
         here = Path(folder)
         rel_dir = here.relative_to(root).as_posix()
@@ -85,6 +99,7 @@ def _walk(root: Path, patterns: list[ignore.Pattern]) -> Iterator[Entry]:
             elif (full / "pyvenv.cfg").exists():
                 continue
             elif can_reinclude or not ignore.ignored(rel, patterns):
+                tally.path(rel)  # before os.walk goes deeper (it recurses on Python 3.11)
                 kept_dirs.append(name)
         dirs[:] = kept_dirs
         for name in sorted(files):
@@ -93,25 +108,42 @@ def _walk(root: Path, patterns: list[ignore.Pattern]) -> Iterator[Entry]:
             if rel not in ALWAYS_SENT and ignore.ignored(rel, patterns):
                 continue
             if full.is_symlink():
+                tally.path(rel)
                 yield Entry(rel, 0o777, link=os.readlink(full))
             elif full.is_file():
-                kind = secrets.credential_kind(full)
-                if kind is not None:
-                    raise secrets.CredentialInContext(rel, kind)
-                yield file_entry(rel, full)
+                tally.path(rel)
+                tally.size(rel, full.stat().st_size)
+                yield scanned_entry(rel, full)
 
 
 def collect(root: Path, patterns: list[ignore.Pattern] | None = None) -> list[Entry]:
     """The entries of folder ``root`` that its ``.dockerignore`` (or the default) keeps.
 
-    A kept file that holds a credential (by content) raises
-    :class:`trainpool.images.secrets.CredentialInContext` naming it.
+    A kept file that holds a credential (by content, anywhere in it) raises
+    :class:`trainpool.images.secrets.CredentialInContext` naming it; a context past the
+    bounds of :mod:`trainpool.images.archives` (files, bytes, depth, name length) raises
+    :class:`trainpool.images.archives.UnsafeArchive` naming the first path past them.
     """
     if not root.is_dir():
         raise FileNotFoundError(
             f"source_dir {str(root)!r}: not a folder; accepted: a trainer folder"
         )
     return list(_walk(root, ignore.load(root) if patterns is None else patterns))
+
+
+Row = tuple[str, int, str]
+"""One entry as the digest sees it: path, mode, and the link target or the content's sha256."""
+
+
+def digest_of(rows: list[Row], build_args: Mapping[str, str] | None = None) -> str:
+    """The content address of a context given by its rows (sorted by path) and build args:
+    what :attr:`BuildContext.digest` is, computable from an unpacked archive or a stored copy."""
+    manifest = {
+        "format": "trainpool-context-1",
+        "entries": [[path, f"{mode:o}", target] for path, mode, target in rows],
+        "buildArgs": sorted((build_args or {}).items()),
+    }
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -132,15 +164,14 @@ class BuildContext:
     def get(self, path: str) -> Entry | None:
         return next((e for e in self.entries if e.path == path), None)
 
+    def rows(self) -> list[Row]:
+        """``(path, mode, link target or sha256)`` of each entry, by path: what is hashed."""
+        return [(e.path, e.mode, e.link or e.sha256) for e in self.entries]
+
     @property
     def digest(self) -> str:
         """Hex sha256 of the context (files, Dockerfile, build args)."""
-        manifest = {
-            "format": "trainpool-context-1",
-            "entries": [[e.path, f"{e.mode:o}", e.link or e.sha256] for e in self.entries],
-            "buildArgs": sorted(self.build_args.items()),
-        }
-        return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+        return digest_of(self.rows(), self.build_args)
 
     def stage(self, dest: Path) -> None:
         """Write the context into the (new or empty) folder ``dest``."""

@@ -64,9 +64,9 @@ def _expand(text: str, values: Mapping[str, str]) -> str:
 
 def _argv(rest: str) -> list[str]:
     if rest.startswith("["):
-        try:
+        try:  # stdlib json: this module runs in an image's bare virtualenv (no PyYAML)
             parsed = json.loads(rest)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a 10,000-deep [[[... is the shell form too
             parsed = None
         if isinstance(parsed, list) and all(isinstance(p, str) for p in parsed):
             return parsed

@@ -32,6 +32,11 @@ def docker_reachable() -> bool:
     return done.returncode == 0
 
 
+REPLACED_NOTE = (
+    "the stored image ctx-{digest} was not its context any more ({why}): replaced by a fresh build"
+)
+
+
 class StoreBackend:
     """Images in ``<root>/images/``, run by the emulator as local processes."""
 
@@ -39,16 +44,27 @@ class StoreBackend:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self._replaced: dict[str, str] = {}
 
     def find(self, image: str, digest: str) -> str | None:
         if not local_store.has(self.root, digest):
             return None
+        why = local_store.check(self.root, digest)
+        if why is not None:
+            self._replaced[digest] = why
+            return None
         local_store.tag(self.root, image, digest)
         return f"{image}@sha256:{digest}"
+
+    def tag(self, image: str, digest: str, name: str) -> None:
+        local_store.tag(self.root, name, digest)
 
     def build(self, context: BuildContext, image: str) -> tuple[str, list[str]]:
         runs = local_store.add(context, self.root, [image])
         notes = [STORE_NOTE.format(runs="; ".join(runs) if runs else "none")]
+        why = self._replaced.pop(context.digest, None)
+        if why is not None:
+            notes.insert(0, REPLACED_NOTE.format(digest=context.digest[:20], why=why))
         return f"{image}@sha256:{context.digest}", notes
 
 
@@ -69,6 +85,9 @@ class DockerBackend:
     def find(self, image: str, digest: str) -> str | None:
         image_id = self._image_id(image)
         return f"{image}@{image_id}" if image_id else None
+
+    def tag(self, image: str, digest: str, name: str) -> None:
+        subprocess.run(["docker", "tag", image.partition("@")[0], name], check=True)
 
     def build(self, context: BuildContext, image: str) -> tuple[str, list[str]]:
         with tempfile.TemporaryDirectory() as tmp:

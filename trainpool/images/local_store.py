@@ -39,7 +39,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from trainpool.home import Home
-from trainpool.images import image_config, image_ref
+from trainpool.images import image_config, image_ref, store_check
 from trainpool.images.context import BuildContext
 
 _PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
@@ -207,6 +207,19 @@ def has(root: Path, digest: str) -> bool:
     return (images_dir(root) / digest / "image.json").is_file()
 
 
+def check(root: Path, digest: str) -> str | None:
+    """Why the stored image ``digest`` is no longer its context (:mod:`.store_check`), or
+    None when it is (or when there is none)."""
+    meta_file = images_dir(root) / digest / "image.json"
+    try:
+        meta = json.loads(meta_file.read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return "its image.json is not JSON"
+    return store_check.problem(meta_file.parent, digest, meta)
+
+
 @contextlib.contextmanager
 def _building(root: Path, digest: str) -> Iterator[None]:
     """Hold the build lock of ``digest`` (across processes and threads)."""
@@ -227,14 +240,15 @@ def add(
 
     Builds of one context are serialised by a lock file, so concurrent builds (two
     pipeline runs, two emulator builds) never remove each other's half-made image:
-    the second waits and finds the first one's.
+    the second waits and finds the first one's. A stored image whose files are no longer
+    its context (:func:`check`) is rebuilt.
     Returns the Dockerfile RUN steps that were not executed.
     """
     root = Path(root).resolve()
     digest = context.digest
     image_dir = images_dir(root) / digest
     with _building(root, digest):
-        if not has(root, digest):
+        if not has(root, digest) or check(root, digest) is not None:
             _build(context, root, image_dir, dockerfile)
     for name in names:
         tag(root, name, digest)
@@ -275,6 +289,7 @@ def _build(context: BuildContext, root: Path, image_dir: Path, dockerfile: str) 
         "copies": [list(c) for c in config.copies],
         "requirements": [str(r.relative_to(image_dir / "context")) for r in requirements],
         "notExecuted": [r for r in config.runs if r not in pip_runs],
+        **store_check.record(context.rows(), dict(context.build_args)),
     }
     tmp = image_dir / ".image.json"
     tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")

@@ -63,7 +63,8 @@ def build_image(
     root: Path | None = None,
     log: Callable[[str], None] | None = None,
 ) -> BuildResult:
-    """Build ``source_dir`` into ``image_uri`` (a repository; the tag is the context digest).
+    """Build ``source_dir`` into ``image_uri``: a repository (the tag is the context digest)
+    or ``REPOSITORY:TAG``, tagged as ``docker build -t`` does, besides the content tag.
 
     ``source_dir`` is a folder, or a source object ``gs://.../trainpool/sources/<digest>.tar.gz``
     (``images.sources``), read without the ``/gcs`` mount. Skips the build when an image of
@@ -96,11 +97,19 @@ def build_image(
             )
     use_cloud = uses_cloud_build(backend, project)
     src = Path(source_dir)
+    repo, tag = builder.target(
+        image_uri or default_repository(src, not use_cloud, project, location)
+    )
+    if use_cloud and tag:
+        raise ValueError(
+            f"image_uri: {image_uri!r} has a tag; accepted with Cloud Build: the repository "
+            f"only ({repo!r}; the image is tagged with its context digest); a tag of your own "
+            "is supported by the local image store and the Docker engine"
+        )
     request = builder.BuildRequest(
         source_dir=src,
-        repository=builder.repository(
-            image_uri or default_repository(src, not use_cloud, project, location)
-        ),
+        repository=repo,
+        tag=tag,
         framework=framework,
         base_image=base_image,
         reduction_server=reduction_server,

@@ -9,17 +9,40 @@ identical content gives the identical URI and an unchanged folder is uploaded on
 a cached build task is then correct by construction. The build task reads the object
 through ``images.storage`` (the local store, or the Cloud Storage client: never the
 ``/gcs`` mount) and builds from its files.
+
+The name is a claim, not a proof: anyone who can write under the pipeline root could put
+other code there. So the files of an object are hashed again (:func:`archive_digest`, the
+same digest as the build context's) wherever it is used: an upload that finds an object
+whose files do not hash to its name replaces it and says so, and :func:`unpack` refuses
+one (:class:`SourceMismatch`) before anything is extracted.
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import io
+import re
+import sys
 import tarfile
+import zlib
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from trainpool.cluster_env import gcs
-from trainpool.errors import InputError
-from trainpool.images import context, storage
+from trainpool.errors import InputError, brief
+from trainpool.images import archives, context, storage
+from trainpool.images.archives import UnsafeArchive
+
+__all__ = [
+    "SourceMismatch",
+    "UnsafeArchive",
+    "object_uri",
+    "pack",
+    "unpack",
+    "upload",
+    "upload_param",
+]
 
 PREFIX = "trainpool/sources"
 SUFFIX = ".tar.gz"
@@ -46,48 +69,111 @@ def pack(source_dir: str | Path) -> tuple[str, bytes]:
     return ctx.digest, data.getvalue()
 
 
-def upload(source_dir: str | Path, pipeline_root: str) -> str:
-    """Pack ``source_dir`` and put it under ``pipeline_root`` once; return its URI."""
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def upload(source_dir: str | Path, pipeline_root: str, say: Callable[[str], None] = _say) -> str:
+    """Pack ``source_dir`` and put it under ``pipeline_root`` once; return its URI.
+
+    An object already at that URI is kept only when its files hash to the digest its name
+    says; otherwise it is replaced, and ``say`` (stderr by default) tells why.
+    """
     digest, data = pack(source_dir)
     uri = object_uri(pipeline_root, digest)
-    if not storage.exists(uri):
-        storage.write(uri, data, content_type="application/gzip")
+    if storage.exists(uri):
+        problem = mismatch(uri, storage.read(uri))
+        if problem is None:
+            return uri
+        say(f"{problem}; replaced it with the files of {source_dir}")
+    storage.write(uri, data, content_type="application/gzip")
     return uri
 
 
-class UnsafeArchive(InputError):
-    """A source archive with a member that would land outside its folder."""
+class SourceMismatch(InputError):
+    """A source object whose files do not hash to the digest its name says."""
 
 
-def _checked(tar: tarfile.TarFile, uri: str) -> list[tarfile.TarInfo]:
-    """Every member, refusing absolute paths, ``..``, links that leave the folder and
-    anything but files, folders and symlinks (Python's own ``data`` filter does this from
-    3.11.4 and 3.10.12 on; Debian's 3.11.2 lacks it, so the rule is stated here)."""
-    members = tar.getmembers()
-    for member in members:
-        parts = PurePosixPath(member.name).parts
-        target = PurePosixPath(member.name).parent / member.linkname if member.issym() else None
-        outside = (
-            member.name.startswith("/")
-            or ".." in parts
-            or not (member.isfile() or member.isdir() or member.issym())
-            or (target is not None and (member.linkname.startswith("/") or ".." in target.parts))
-        )
-        if outside:
-            raise UnsafeArchive(
-                f"source_dir: {uri}: member {member.name!r} would land outside the folder; "
-                "accepted: an archive `trainpool upload-source` made"
-            )
-    return members
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_CHUNK = 1 << 20
+
+
+def named_digest(uri: str) -> str | None:
+    """The digest a source object's name claims (``.../<digest>.tar.gz``), or None."""
+    name = PurePosixPath(uri).name.removesuffix(SUFFIX)
+    return name if _DIGEST.match(name) else None
+
+
+def archive_digest(tar: tarfile.TarFile) -> str | None:
+    """The build-context digest of the archive's files, as :func:`pack` made it (None when
+    it holds anything :func:`pack` never writes: folders, devices, a path twice)."""
+    rows: list[context.Row] = []
+    for member in tar.getmembers():
+        if member.issym():
+            rows.append((member.name, member.mode, member.linkname))
+            continue
+        if not member.isfile():
+            return None
+        handle = tar.extractfile(member)
+        if handle is None:
+            return None
+        digest = hashlib.sha256()
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+        rows.append((member.name, member.mode, digest.hexdigest()))
+    paths = [row[0] for row in rows]
+    if len(set(paths)) != len(paths):
+        return None
+    return context.digest_of(sorted(rows))
+
+
+def mismatch(uri: str, data: bytes) -> str | None:
+    """Why the bytes ``data`` of the object ``uri`` are not the source its name says, or
+    None when its files hash to that digest."""
+    claimed = named_digest(uri)
+    if claimed is None:
+        return f"source_dir: {uri}: the name is not <sha256 digest>{SUFFIX}"
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            found = archive_digest(tar)
+    except (tarfile.TarError, OSError, EOFError):
+        found = None
+    if found == claimed:
+        return None
+    what = "is not a source archive trainpool made" if found is None else f"hash to {found}"
+    return (
+        f"source_dir: {uri}: the object's files {what}, not the digest its name says "
+        "(it was changed after it was uploaded)"
+    )
 
 
 def unpack(uri: str, dest: Path) -> Path:
     """Extract the source object ``uri`` into the empty folder ``dest``; return ``dest``.
-    A member that would land outside ``dest`` is refused before anything is written."""
-    with tarfile.open(fileobj=io.BytesIO(storage.read(uri)), mode="r:gz") as tar:
-        members = _checked(tar, uri)
-        dest.mkdir(parents=True, exist_ok=True)
-        tar.extractall(dest, members=members)  # every member checked above
+    A member past the bounds of :mod:`trainpool.images.archives` (files, bytes, depth, name
+    length) or that would land outside ``dest`` (:class:`UnsafeArchive`), or files that do
+    not hash to the digest the name says (:class:`SourceMismatch`), are refused before
+    anything is written."""
+    data = storage.read(uri)
+    if len(data) > archives.MAX_BYTES:
+        raise UnsafeArchive(
+            f"source_dir: {uri}: {len(data):,} bytes; accepted: at most {archives.MAX_BYTES:,}"
+        )
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            members = archives.checked_members(tar, f"source_dir: {uri}")
+            problem = mismatch(uri, data)
+            if problem is not None:
+                raise SourceMismatch(
+                    f"{problem}; refused: build from the folder again (trainpool run --local "
+                    "and trainpool submit replace the object)"
+                )
+            dest.mkdir(parents=True, exist_ok=True)
+            archives.extract_members(tar, str(dest), members)
+    except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error) as err:
+        raise UnsafeArchive(
+            f"source_dir: {uri}: not a readable .tar.gz ({type(err).__name__}: "
+            f"{brief(str(err), 120, quoted=False)}); accepted: an archive trainpool packed"
+        ) from None
     return dest
 
 

@@ -30,6 +30,8 @@ LOCAL_SERVICE_VARIABLES = (
     config.HOME_ENV,
     LOCAL_ROOT_ENV,
     "STORAGE_EMULATOR_HOST",
+    "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE",
+    "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE",
     "VERTEX_AI_PIPELINES_RUN_LABELS",  # Vertex gives tasks the run's labels
 )
 """What points trainpool's clients at the local emulator and store instead of Google Cloud."""
@@ -51,5 +53,5 @@ def task_environ(
     env.update({name: host[name] for name in LOCAL_SERVICE_VARIABLES if host.get(name)})
     address = env.get(config.EMULATOR_ENV, "")
     if address:
-        env = environment(address, env.get("STORAGE_EMULATOR_HOST", ""), project=project, base=env)
+        env = environment(address, project=project, base=env)
     return env

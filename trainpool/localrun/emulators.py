@@ -50,13 +50,10 @@ def emulator_for(root: Path | None = None) -> Iterator[tuple[str, Served]]:
             yield address, served
         return
     with start(home.root, storage=True) as emulator:
-        served = Served(Home(emulator.root), emulator.storage_address or "")
+        served = Served(Home(emulator.root), emulator.storage_env())
         with patched_environ(_variables(emulator.address, served)):
             yield emulator.address, served
 
 
 def _variables(address: str, served: Served) -> dict[str, str]:
-    found = {config.EMULATOR_ENV: address}
-    if served.storage_address:
-        found["STORAGE_EMULATOR_HOST"] = served.storage_address
-    return found
+    return {config.EMULATOR_ENV: address, **served.storage_env}

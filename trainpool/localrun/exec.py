@@ -36,10 +36,10 @@ def run(argv: Sequence[str], root: Path | None = None, project: str = "") -> int
             print(
                 f"trainpool exec: the emulator at {address} serves no Cloud Storage door, so "
                 "gs:// clients in COMMAND cannot reach the local store (restart it with "
-                "`trainpool emulator --storage`)",
+                "`trainpool emulator` without --no-storage)",
                 file=sys.stderr,
             )
-        env = environment(address, served.storage_address, project=project)
+        env = environment(address, served.storage_env, project=project)
         env[config.HOME_ENV] = str(served.home.root)
         try:
             child = subprocess.Popen(list(argv), env=env)

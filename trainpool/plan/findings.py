@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from trainpool.errors import brief
 from trainpool.plan.errors import PlanError, Problem
 
 
@@ -30,5 +31,5 @@ def is_whole(value: Any) -> TypeGuard[int]:
 
 
 def show(value: Any) -> str:
-    """A value as it reads in an error."""
-    return repr(value) if isinstance(value, str) else str(value)
+    """A value as it reads in an error (a huge one cut short, its length said)."""
+    return brief(value)

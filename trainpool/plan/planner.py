@@ -13,12 +13,14 @@ from trainpool.plan.cluster_rules import gpu_replicas
 from trainpool.plan.cost import cluster_cost
 from trainpool.plan.errors import PlanError, Problem
 from trainpool.plan.findings import Findings
+from trainpool.plan.label_rules import label_problems
 from trainpool.plan.naming import Namer, RequestNamer, RestNamer
-from trainpool.plan.regions import multi_region, reducer_image
+from trainpool.plan.regions import check_location_name, reducer_image
 from trainpool.plan.sizing import (
     DEFAULT_REDUCER,
     allreduce_bytes,
     cheapest_reducer,
+    check_gradient_size,
     reducer_count,
     worker_egress_gbps,
 )
@@ -180,9 +182,14 @@ def plan_cluster(
         raise PlanError(err.problems) from None
     found = Findings()
     try:
-        multi_region(location)
+        check_location_name(location)
     except PlanError as err:
         found.problems += err.problems
+    try:
+        check_gradient_size(gradient_size_mb)
+    except PlanError as err:
+        found.problems += err.problems
+    found.problems += label_problems(req.labels, "labels")
     if req.reduction_server is not None and req.parameter_servers is not None:
         found.error(
             "reduction_server",
@@ -229,6 +236,8 @@ def size_reduction_server(
     none, it sizes n1-highcpu-16 reducers); a machine type, or "auto" for the
     cheapest CPU machine per Gbps, re-sizes the pool for that machine.
     """
+    check_location_name(location)
+    check_gradient_size(gradient_size_mb)
     spec = normalize_spec(custom_job_spec)
     pools = spec.setdefault("workerPoolSpecs", [])
     names = RestNamer()

@@ -13,6 +13,8 @@ from functools import cache
 from typing import Any
 
 from trainpool import catalog
+from trainpool.errors import brief
+from trainpool.plan.errors import PlanError, Problem
 from trainpool.plan.machine_rules import gpu_count
 
 DEFAULT_REDUCER = "n1-highcpu-16"
@@ -59,6 +61,30 @@ def cheapest_reducer() -> str:
     ]
     best = min(eligible, key=lambda m: ((m.price_usd_per_hour or 0.0) / m.egress_gbps, m.name))
     return best.name
+
+
+MAX_GRADIENT_MB = 10_000_000.0
+"""trainpool's bound on a gradient's size (10 TB: a 5-trillion-parameter model in 16 bits)."""
+
+
+def check_gradient_size(gradient_size_mb: object) -> None:
+    """PlanError unless ``gradient_size_mb`` is a number of MiB above 0 and at most
+    :data:`MAX_GRADIENT_MB` (``nan``, ``inf`` and negative sizes are refused)."""
+    ok = (
+        isinstance(gradient_size_mb, int | float)
+        and not isinstance(gradient_size_mb, bool)
+        and 0 < gradient_size_mb <= MAX_GRADIENT_MB
+    )
+    if not ok:
+        raise PlanError(
+            [
+                Problem(
+                    "gradient_size_mb",
+                    f"{brief(gradient_size_mb)} is not accepted; accepted: a number of MiB "
+                    f"above 0 and at most {MAX_GRADIENT_MB:,.0f}",
+                )
+            ]
+        )
 
 
 def allreduce_bytes(gradient_size_mb: float, gpu_replicas: int) -> dict[str, Any]:

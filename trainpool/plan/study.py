@@ -13,11 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainpool.errors import brief
 from trainpool.plan.errors import PlanError, Problem
 from trainpool.plan.study_fields import NOT_FOR_TUNING_JOBS, check_fields, field_warnings, number
-from trainpool.spec.study import ENUM_NUMBERS, VALUE_SPECS, enum_name
+from trainpool.spec.study import ENUM_NUMBERS, VALUE_SPECS, bound, enum_name
 
 MAX_DISCRETE_VALUES = 1000
+MAX_TRIALS = 1000
+"""Vertex publishes no maximum for ``maxTrialCount``; its Vizier service, which runs the
+study, documents "Maximum number of trials in a study: 1,000" (AI Platform Vizier quotas,
+https://cloud.google.com/ai-platform/optimizer/docs/quotas), and that bound is used."""
 MIN_DISCRETE_GAP = 1e-10
 _LOG_SCALES = ("UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE")
 _GOALS = ("MAXIMIZE", "MINIMIZE")
@@ -38,13 +43,13 @@ def _range(problems: list[Problem], field: str, spec: Any, scale: str, integer: 
     if not isinstance(spec, dict):
         problems.append(Problem(field, f"{spec!r}; accepted: {{'minValue': N, 'maxValue': M}}"))
         return
-    low, high = number(spec.get("minValue")), number(spec.get("maxValue"))
+    low, high = number(bound(spec, "minValue")), number(bound(spec, "maxValue"))
     if low is None or high is None:
         problems.append(
             Problem(
                 field,
-                f"minValue {spec.get('minValue')!r}, maxValue {spec.get('maxValue')!r}; "
-                "accepted: finite numbers",
+                f"minValue {brief(bound(spec, 'minValue'))}, maxValue "
+                f"{brief(bound(spec, 'maxValue'))}; accepted: finite numbers",
             )
         )
         return
@@ -154,8 +159,13 @@ def _unique(problems: list[Problem], field: str, ids: list[str]) -> None:
 
 
 def _counts(problems: list[Problem], max_trials: int, parallel: int, max_failed: int) -> None:
-    if max_trials < 1:
-        problems.append(Problem("maxTrialCount", f"{max_trials}; accepted: >= 1"))
+    if not 1 <= max_trials <= MAX_TRIALS:
+        problems.append(
+            Problem(
+                "maxTrialCount",
+                f"{max_trials}; accepted: 1 to {MAX_TRIALS} (Vizier's limit of trials in a study)",
+            )
+        )
     if not 1 <= parallel <= max(max_trials, 1):
         problems.append(
             Problem(
@@ -178,7 +188,9 @@ def grid_size(study_spec: dict[str, Any]) -> int | None:
             return None
         if "integerValueSpec" in spec:
             bounds = spec["integerValueSpec"]
-            size *= int(float(bounds["maxValue"])) - int(float(bounds["minValue"])) + 1
+            size *= (
+                int(float(bound(bounds, "maxValue"))) - int(float(bound(bounds, "minValue"))) + 1
+            )
         else:
             key = "discreteValueSpec" if "discreteValueSpec" in spec else "categoricalValueSpec"
             size *= len(spec[key]["values"])

@@ -28,22 +28,20 @@ a local job's end is worth seeing sooner)."""
 
 def environment(
     address: str,
-    storage_address: str = "",
+    storage_env: Mapping[str, str] | None = None,
     *,
     project: str = "",
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The variables that point a process's Google clients at the emulator at ``address``
-    (and its storage door at ``storage_address``), over ``base`` (default: this process's)."""
+    (and Cloud Storage clients at its door: ``storage_env``, what the emulator gives,
+    ``EmulatorState.storage_env``), over ``base`` (default: this process's)."""
     env = dict(os.environ if base is None else base)
     paths = [str(SITE), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env[EMULATOR_ENV] = address
     env.setdefault(POLL_ENV, POLL_S)
-    if storage_address:
-        env["STORAGE_EMULATOR_HOST"] = storage_address
-        env["CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE"] = storage_address.rstrip("/") + "/"
-        env["CLOUDSDK_AUTH_DISABLE_CREDENTIALS"] = "true"
+    env.update(storage_env or {})
     if project:
         env.setdefault("GOOGLE_CLOUD_PROJECT", project)
         env.setdefault("CLOUDSDK_CORE_PROJECT", project)

@@ -14,14 +14,13 @@ every number is a double) are typed again with :func:`coerce_values`.
 from __future__ import annotations
 
 import difflib
-import json
+import math
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from trainpool.errors import InputError
+from trainpool.errors import InputError, brief
+from trainpool.spec.safe_load import load_json, load_yaml_file
 
 _ACCEPTED = {
     "STRING": "any text (taken verbatim)",
@@ -37,14 +36,15 @@ class ParamError(InputError):
     """One or more bad parameters; ``str()`` is one problem per line."""
 
 
-def load_pipeline_spec(path: str | Path) -> dict[str, Any]:
-    """The PipelineSpec of a compiled pipeline YAML (its first document)."""
-    with open(path, encoding="utf-8") as handle:
-        spec = next(yaml.safe_load_all(handle), None)
+def load_pipeline_spec(path: str | Path, field: str = "PIPELINE") -> dict[str, Any]:
+    """The PipelineSpec of a compiled pipeline YAML (its first document), read by
+    :mod:`trainpool.spec.safe_load`; an InputError naming ``field`` otherwise."""
+    spec = load_yaml_file(path, field, first=True)
     if not isinstance(spec, dict) or "root" not in spec or "pipelineInfo" not in spec:
-        raise ValueError(
-            f"{path}: not a compiled KFP pipeline; accepted: the YAML that `kfp` "
-            "or `trainpool compile` writes (with 'pipelineInfo' and 'root')"
+        raise InputError.of(
+            field,
+            f"{brief(str(path))} is not a compiled KFP pipeline; accepted: the YAML that `kfp` "
+            "or `trainpool compile` writes (with 'pipelineInfo' and 'root')",
         )
     return spec
 
@@ -73,7 +73,9 @@ def parse_params(pairs: Iterable[str], inputs: Mapping[str, str]) -> dict[str, A
         name, sep, text = pair.partition("=")
         name = name.strip()
         if not sep or not name:
-            problems.append(f"--param {pair!r}: expected NAME=VALUE, e.g. --param worker_count=2")
+            problems.append(
+                f"--param {brief(pair)}: expected NAME=VALUE, e.g. --param worker_count=2"
+            )
             continue
         if name in values:
             problems.append(f"--param {name}: given twice; accepted: each parameter once")
@@ -121,8 +123,8 @@ def _typed(kind: str, raw: Any, *, from_text: bool) -> Any:
 
 def _json(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return load_json(text, "value")
+    except InputError:
         if text.strip().lower() in ("true", "false"):
             return text.strip().lower() == "true"
         return text
@@ -138,6 +140,8 @@ def _integer(value: Any) -> int:
 
 def _double(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("NUMBER_DOUBLE")
+    if not math.isfinite(float(value)):
         raise ValueError("NUMBER_DOUBLE")
     return float(value)
 
@@ -170,9 +174,11 @@ def _unknown(name: str, inputs: Mapping[str, str]) -> str:
     close = difflib.get_close_matches(name, list(inputs), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     accepted = ", ".join(sorted(inputs)) or "none (the pipeline takes no parameters)"
-    return f"--param {name}: the pipeline has no such parameter{hint}; accepted: {accepted}"
+    shown = brief(name, quoted=False)
+    return f"--param {shown}: the pipeline has no such parameter{hint}; accepted: {accepted}"
 
 
 def _wrong_type(name: str, value: Any, kind: str) -> str:
     accepted = _ACCEPTED.get(kind, kind)
-    return f"--param {name}={value!s}: {name} is {kind}; accepted: {accepted}"
+    shown = brief(value if isinstance(value, str) else str(value), quoted=False)
+    return f"--param {brief(name, quoted=False)}={shown}: {name} is {kind}; accepted: {accepted}"

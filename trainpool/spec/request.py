@@ -11,13 +11,16 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
+from trainpool.errors import InputError, brief
 from trainpool.spec.errors import Problem, SpecError
 from trainpool.spec.keys import coerce_ints
+from trainpool.spec.safe_load import load_yaml, read_text
 
 Int = Annotated[int, Strict()]
+Bool = Annotated[bool, Strict()]
+"""true or false only: ``"yes"`` or ``1`` is refused, not read as true."""
 Env = dict[str, str]
 
 
@@ -79,8 +82,8 @@ class ClusterRequest(_Model):
     service_account: str | None = None
     network: str | None = None
     reserved_ip_ranges: list[str] | None = None
-    enable_web_access: bool | None = None
-    restart_job_on_worker_restart: bool | None = None
+    enable_web_access: Bool | None = None
+    restart_job_on_worker_restart: Bool | None = None
     timeout: str | None = Field(default=None, description='a duration such as "3600s"')
     scheduling_strategy: Strategy | None = None
     max_wait_duration: str | None = None
@@ -88,7 +91,7 @@ class ClusterRequest(_Model):
     encryption_key: str | None = None
     tensorboard: str | None = None
     persistent_resource_id: str | None = None
-    allow_unknown_machine_types: bool | None = Field(
+    allow_unknown_machine_types: Bool | None = Field(
         default=None,
         description="accept machine types the catalog does not know (with a warning)",
     )
@@ -118,7 +121,8 @@ def _accepted_keys(loc: tuple[Any, ...]) -> list[str]:
 def _field_path(loc: tuple[Any, ...]) -> str:
     path = ""
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+        name = brief(str(part), 60, quoted=False)
+        path += f"[{part}]" if isinstance(part, int) else (f".{name}" if path else name)
     return path or "request"
 
 
@@ -131,24 +135,25 @@ def problems_from(err: ValidationError) -> list[Problem]:
         value = item.get("input")
         kind = item["type"]
         if kind == "extra_forbidden":
-            message = f"unknown key {loc[-1]!r}; accepted: {', '.join(_accepted_keys(loc))}"
+            message = f"unknown key {brief(loc[-1])}; accepted: {', '.join(_accepted_keys(loc))}"
         elif kind == "literal_error":
             expected = item.get("ctx", {}).get("expected", "")
-            message = f"{value!r} is not accepted; accepted: {expected}"
+            message = f"{brief(value)} is not accepted; accepted: {expected}"
         elif kind == "missing":
             message = "missing; accepted: a value"
         else:
-            message = f"{value!r} is not accepted; {item['msg'][0].lower()}{item['msg'][1:]}"
+            message = f"{brief(value)} is not accepted; {item['msg'][0].lower()}{item['msg'][1:]}"
         problems.append(Problem(field, message))
     return problems
 
 
-def parse_text(text: str) -> Any:
-    """YAML or JSON text (JSON is YAML) → Python data; malformed text is a SpecError."""
+def parse_text(text: str | bytes) -> Any:
+    """YAML or JSON text (JSON is YAML) → Python data, read by :mod:`trainpool.spec.safe_load`
+    (bounded size, depth and aliases; UTF-8); a bad document is a SpecError."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise SpecError([Problem("request", f"not valid YAML or JSON: {err}")]) from err
+        return load_yaml(text, "request")
+    except InputError as err:
+        raise SpecError(err.problems) from None
 
 
 def load_request(src: str | Path | dict[str, Any] | ClusterRequest) -> ClusterRequest:
@@ -169,7 +174,10 @@ def load_request(src: str | Path | dict[str, Any] | ClusterRequest) -> ClusterRe
                     )
                 ]
             )
-        data: Any = parse_text(path.read_text(encoding="utf-8"))
+        try:
+            data: Any = parse_text(read_text(path, "request"))
+        except InputError as err:
+            raise SpecError(err.problems) from None
     elif isinstance(src, str):
         data = parse_text(src)
     else:
@@ -179,8 +187,8 @@ def load_request(src: str | Path | dict[str, Any] | ClusterRequest) -> ClusterRe
             [
                 Problem(
                     "request",
-                    f"{json.dumps(data, default=str)[:80]} is not a "
-                    "mapping; accepted: a mapping with at least 'primary'",
+                    f"{brief(json.dumps(data, default=str), quoted=False)} is not a mapping; "
+                    "accepted: a mapping with at least 'primary'",
                 )
             ]
         )

@@ -98,6 +98,14 @@ _PARAM_KEYS = {
 }
 
 
+def bound(value_spec: dict[str, Any], key: str) -> Any:
+    """``minValue`` or ``maxValue`` of a ``doubleValueSpec`` / ``integerValueSpec``, a missing
+    one read as 0: proto3's JSON form leaves out a field that holds its default ("If a field
+    has the default value, it is omitted from the JSON by default", protobuf's "ProtoJSON
+    Format"), so a bound of 0 sent by a client arrives as no bound at all."""
+    return value_spec.get(key, 0)
+
+
 class StudyError(InputError):
     """A malformed readable study: one problem a line, naming field, value and what is accepted."""
 
@@ -260,8 +268,8 @@ def from_study_spec(rest: dict[str, Any]) -> dict[str, Any]:
             readable["values"] = list(spec[key]["values"])
         else:
             cast = float if key == "doubleValueSpec" else int
-            readable["min"] = cast(spec[key]["minValue"])
-            readable["max"] = cast(spec[key]["maxValue"])
+            readable["min"] = cast(bound(spec[key], "minValue"))
+            readable["max"] = cast(bound(spec[key], "maxValue"))
         if spec.get("scaleType") not in (None, 0, "SCALE_TYPE_UNSPECIFIED"):
             readable["scale"] = _short(SCALES, "scaleType", spec["scaleType"])
         parameters[spec["parameterId"]] = readable

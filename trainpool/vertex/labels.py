@@ -14,15 +14,14 @@ import json
 import os
 import re
 
+from trainpool.plan.label_rules import MAX_LABELS, check_labels
+
 RUN_LABELS_ENV = "VERTEX_AI_PIPELINES_RUN_LABELS"
 TASK_LABEL = "trainpool-task"
 ATTEMPT_LABEL = "trainpool-attempt"
 """1 for a task's first job, then one more for each job a retry of the task creates."""
-MAX_LABELS = 64
-_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-_RULE_KEY = "1-63 lowercase letters, digits, '_' or '-', starting with a letter"
-_RULE_VALUE = "0-63 lowercase letters, digits, '_' or '-'"
+__all__ = ["MAX_LABELS", "check", "job_labels", "task_label_value"]
 
 
 def task_label_value(task_id: str) -> str:
@@ -34,14 +33,9 @@ def task_label_value(task_id: str) -> str:
 
 
 def check(labels: dict[str, str], field: str = "labels") -> None:
-    """Raise ValueError naming the first key or value Vertex would refuse."""
-    if len(labels) > MAX_LABELS:
-        raise ValueError(f"{field}: {len(labels)} labels; accepted: at most {MAX_LABELS}")
-    for key, value in labels.items():
-        if not isinstance(key, str) or not _KEY.match(key):
-            raise ValueError(f"{field}: key {key!r}; accepted: {_RULE_KEY}")
-        if not isinstance(value, str) or not _VALUE.match(value):
-            raise ValueError(f"{field}.{key}: value {value!r}; accepted: {_RULE_VALUE}")
+    """InputError (a ValueError) naming the keys and values Vertex would refuse
+    (:mod:`trainpool.plan.label_rules`, the one statement of the rule)."""
+    check_labels(labels, field)
 
 
 def job_labels(user: dict[str, str], task_id: str) -> dict[str, str]:

@@ -61,10 +61,7 @@ def submit_pipeline(
         raise InputError.of(
             "--timezone", f"{timezone!r} without --schedule; accepted: --timezone with --schedule"
         )
-    try:
-        spec = load_pipeline_spec(pipeline)
-    except (OSError, ValueError) as err:
-        raise InputError.of("PIPELINE", str(err)) from err
+    spec = load_pipeline_spec(pipeline)
     problems = [Problem.parse(line) for line in pipelines.check_target(target)]
     values: dict[str, Any] = {}
     cron = ""

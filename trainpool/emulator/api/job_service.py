@@ -42,6 +42,7 @@ class JobService:
         requests.check_parent(request.parent)
         job = request.custom_job
         requests.check_display_name(job.display_name, "custom_job.display_name")
+        requests.check_labels(job.labels, "custom_job.labels")
         requests.check_job_spec(job_spec_rest(job.job_spec))
         job = self.runner.create(CUSTOM_JOBS, request.parent, job)
         self.runner.submit(job.name, self.runner.run_custom_job)
@@ -53,6 +54,7 @@ class JobService:
         requests.check_parent(request.parent)
         job = request.hyperparameter_tuning_job
         requests.check_display_name(job.display_name, "hyperparameter_tuning_job.display_name")
+        requests.check_labels(job.labels, "hyperparameter_tuning_job.labels")
         requests.check_job_spec(
             job_spec_rest(job.trial_job_spec), "hyperparameter_tuning_job.trial_job_spec"
         )

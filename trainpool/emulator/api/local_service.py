@@ -1,9 +1,10 @@
 """``trainpool.emulator.v1.Local``: what the emulator says of itself to its own clients.
 
-``Describe() -> {"root", "storage_address"}`` (JSON): the store this emulator serves and
-its Cloud Storage door, so a client that is given only the emulator's address
-(``VERTEX_AI_EMULATOR_HOST``) finds the store from the emulator itself, never from its own
-``TRAINPOOL_HOME`` (:func:`trainpool.home.served_by` is the client). Not a Vertex API.
+``Describe() -> {"root", "storage_env"}`` (JSON): the store this emulator serves and what
+points Cloud Storage clients at its door (``EmulatorState.storage_env``), so a client that
+is given only the emulator's address (``VERTEX_AI_EMULATOR_HOST``) finds the store from
+the emulator itself, never from its own ``TRAINPOOL_HOME`` (:func:`trainpool.home.served_by`
+is the client). Not a Vertex API.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ SERVICE, METHOD = DESCRIBE_METHOD.strip("/").split("/")
 
 def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
     def describe(request: bytes, context: Any) -> bytes:
-        answer = {"root": str(state.root), "storage_address": state.storage_address}
+        answer = {"root": str(state.root), "storage_env": state.storage_env()}
         return json.dumps(answer).encode()
 
     return grpc.method_handlers_generic_handler(

@@ -28,6 +28,10 @@ def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
 
     def upload(request: ms.UploadModelRequest) -> operations_pb2.Operation:
         requests.check_parent(request.parent)
+        requests.check_display_name(request.model.display_name, "model.display_name")
+        requests.check_labels(request.model.labels, "model.labels")
+        if request.model.artifact_uri:
+            requests.check_gcs_uri(request.model.artifact_uri, "model.artifact_uri")
         model = models.register(
             state.db, state.records, request.parent, request.model, request.model_id
         )

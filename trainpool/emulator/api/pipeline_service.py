@@ -28,7 +28,7 @@ from trainpool.emulator.records import operations
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists, now
 from trainpool.emulator.state import EmulatorState
-from trainpool.errors import InputError
+from trainpool.errors import InputError, brief
 
 SERVICE = "google.cloud.aiplatform.v1.PipelineService"
 JOB_ID = re.compile(r"^[a-z0-9][-a-z0-9]{0,127}$")
@@ -60,25 +60,26 @@ class PipelineService:
                 "has no 'root' and 'pipelineInfo'; accepted: a compiled KFP pipeline (the "
                 "YAML `trainpool compile` writes)",
             )
-        root_uri = job.runtime_config.gcs_output_directory
-        if not root_uri.startswith("gs://"):
-            raise InputError.of(
-                "pipeline_job.runtime_config.gcs_output_directory",
-                f"{root_uri!r}; accepted: a pipeline root such as gs://BUCKET/PATH",
-            )
+        requests.check_display_name(job.display_name, "pipeline_job.display_name", required=False)
+        requests.check_labels(job.labels, "pipeline_job.labels")
+        requests.check_gcs_uri(
+            job.runtime_config.gcs_output_directory,
+            "pipeline_job.runtime_config.gcs_output_directory",
+        )
+        requests.check_no_nul(values, "pipeline_job.runtime_config.parameter_values")
         declared = spec["root"].get("inputDefinitions", {}).get("parameters", {})
         unknown = sorted(set(values) - set(declared))
         if unknown:
             raise InputError.of(
                 "pipeline_job.runtime_config.parameter_values",
-                f"{', '.join(unknown)} not declared by the pipeline; "
+                f"{brief(', '.join(unknown), 200, quoted=False)} not declared by the pipeline; "
                 f"accepted: {', '.join(sorted(declared)) or 'none'}",
             )
         job_id = request.pipeline_job_id or self.state.new_id("pipeline")
-        if not JOB_ID.match(job_id):
+        if not JOB_ID.fullmatch(job_id):
             raise InputError.of(
                 "pipeline_job_id",
-                f"{job_id!r}; accepted: up to 128 lowercase letters, digits and hyphens, "
+                f"{brief(job_id)}; accepted: up to 128 lowercase letters, digits and hyphens, "
                 "starting with a letter or digit",
             )
         job.name = f"{request.parent}/{PIPELINE_JOBS.collection}/{job_id}"
@@ -115,6 +116,14 @@ class PipelineService:
         requests.check_parent(request.parent)
         pipeline: Any = request.training_pipeline
         requests.check_display_name(pipeline.display_name, "training_pipeline.display_name")
+        requests.check_labels(pipeline.labels, "training_pipeline.labels")
+        if pipeline.model_to_upload:
+            upload = pipeline.model_to_upload
+            requests.check_labels(upload.labels, "training_pipeline.model_to_upload.labels")
+            if upload.artifact_uri:
+                requests.check_gcs_uri(
+                    upload.artifact_uri, "training_pipeline.model_to_upload.artifact_uri"
+                )
         spec = training.backing_job_spec(pipeline)
         requests.check_job_spec(spec, "training_pipeline.training_task_inputs")
         return self.trainings.create(request.parent, pipeline, spec)

@@ -4,16 +4,28 @@ A method takes the proto-plus request and returns the response. It answers an er
 raising: :class:`RpcError` (any status), :class:`trainpool.errors.InputError` (bad input:
 INVALID_ARGUMENT with its problems, one per line), or a lookup's ``KeyError`` is left to
 the method to turn into :func:`not_found` with the resource's own words.
+
+Before a method sees a request, :func:`trainpool.emulator.api.proto_checks.check_request`
+refuses Durations and Timestamps outside protobuf's ranges (INVALID_ARGUMENT). Anything
+else a method raises is a fault of the emulator's: it is written, with its traceback, to
+the emulator's log (``Home.emulator_log``) and answered INTERNAL with a message that names
+the method and the log, never the exception's text.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
 
+from trainpool.emulator.api.proto_checks import check_request
 from trainpool.errors import InputError
+
+LOG = logging.getLogger("trainpool.emulator")
 
 
 class RpcError(Exception):
@@ -26,17 +38,29 @@ class RpcError(Exception):
 
 
 def unary(
-    method: Callable[[Any], Any], request_type: Any, response_serializer: Callable[[Any], bytes]
+    method: Callable[[Any], Any],
+    request_type: Any,
+    response_serializer: Callable[[Any], bytes],
+    name: str = "",
 ) -> grpc.RpcMethodHandler:
-    """A unary-unary handler: proto-plus request in, response out, errors as statuses."""
+    """A unary-unary handler: proto-plus request in, response out, errors as statuses;
+    ``name`` (``JobService.CreateCustomJob``) is what an INTERNAL answer names."""
 
     def call(request: Any, context: grpc.ServicerContext) -> Any:
         try:
+            check_request(request)
             return method(request)
         except RpcError as err:
             context.abort(err.code, err.message)
         except InputError as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        except Exception:
+            LOG.exception("%s failed", name or "a method")
+            context.abort(
+                grpc.StatusCode.INTERNAL,
+                f"{name or 'The method'} failed inside the emulator; its log "
+                "(emulator.log in the emulator's root) says why.",
+            )
 
     return grpc.unary_unary_rpc_method_handler(
         call,
@@ -52,13 +76,31 @@ def service(name: str, methods: dict[str, tuple[Callable[[Any], Any], Any, Any]]
     def serializer(response_type: Any) -> Callable[[Any], bytes]:
         return getattr(response_type, "serialize", None) or response_type.SerializeToString
 
+    short = name.rsplit(".", 1)[-1]
     return grpc.method_handlers_generic_handler(
         name,
         {
-            method: unary(function, request_type, serializer(response_type))
+            method: unary(function, request_type, serializer(response_type), f"{short}.{method}")
             for method, (function, request_type, response_type) in methods.items()
         },
     )
+
+
+def open_log(path: Path, threads: str) -> logging.Handler:
+    """Write the records of :data:`LOG` made on threads whose name starts with ``threads``
+    (one server's workers) to ``path`` (mode 0600); :func:`close_log` ends it."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    handler.addFilter(lambda record: (record.threadName or "").startswith(threads))
+    LOG.addHandler(handler)
+    LOG.propagate = False
+    return handler
+
+
+def close_log(handler: logging.Handler) -> None:
+    LOG.removeHandler(handler)
+    handler.close()
 
 
 def invalid(message: str) -> RpcError:

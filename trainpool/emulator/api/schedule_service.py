@@ -21,7 +21,7 @@ from trainpool.emulator.records import operations
 from trainpool.emulator.records.kinds import SCHEDULES
 from trainpool.emulator.records.resources import now
 from trainpool.emulator.state import EmulatorState
-from trainpool.errors import InputError
+from trainpool.errors import InputError, brief
 from trainpool.spec.timing import split_cron
 
 SERVICE = "google.cloud.aiplatform.v1.ScheduleService"
@@ -54,6 +54,15 @@ class ScheduleService:
                 f"{schedule.max_concurrent_run_count}; accepted: 1 or more",
             )
         embedded = schedule.create_pipeline_job_request
+        job = embedded.pipeline_job
+        field = "schedule.create_pipeline_job_request.pipeline_job"
+        requests.check_display_name(job.display_name, f"{field}.display_name", required=False)
+        requests.check_labels(job.labels, f"{field}.labels")
+        if job.runtime_config.gcs_output_directory:
+            requests.check_gcs_uri(
+                job.runtime_config.gcs_output_directory,
+                f"{field}.runtime_config.gcs_output_directory",
+            )
         if "root" not in dict(embedded.pipeline_job.pipeline_spec):
             raise InputError.of(
                 "schedule.create_pipeline_job_request.pipeline_job.pipeline_spec",
@@ -62,7 +71,7 @@ class ScheduleService:
         if embedded.parent and embedded.parent != request.parent:
             raise InputError.of(
                 "schedule.create_pipeline_job_request.parent",
-                f"{embedded.parent!r}; accepted: the schedule's own parent {request.parent!r}",
+                f"{brief(embedded.parent)}; accepted: the schedule's own parent {request.parent!r}",
             )
         stamp = now()
         schedule.name = f"{request.parent}/{SCHEDULES.collection}/{self.state.new_id('schedule')}"

@@ -29,7 +29,7 @@ from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 
 from trainpool.emulator.records.kinds import BUILDS
 from trainpool.emulator.state import EmulatorState
-from trainpool.images import context, local_store
+from trainpool.images import archives, context, local_store
 
 HOLD_ENV = "TRAINPOOL_EMULATOR_BUILD_HOLD_S"
 Status = cb.Build.Status
@@ -137,8 +137,13 @@ class LocalBuilds:
                     key, _, value = arg.removeprefix("--build-arg=").partition("=")
                     build_args[key] = value
         with tempfile.TemporaryDirectory() as tmp:
+            where = f"gs://{source.bucket}/{source.object_}"
+            if len(data) > archives.MAX_BYTES:
+                raise archives.UnsafeArchive(
+                    f"{where}: {len(data):,} bytes; accepted: at most {archives.MAX_BYTES:,}"
+                )
             with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-                tar.extractall(tmp, filter="data")
+                archives.extract(tar, tmp, where)
             ctx = context.BuildContext.of(context.collect(Path(tmp), patterns=[]), build_args)
             log.write(f"building context sha256:{ctx.digest} into the local image store\n")
             not_run = local_store.add(ctx, self.state.root, [])

@@ -2,7 +2,9 @@
 
 The object ``gs://BUCKET/OBJECT`` is the file ``<root>/gcs/BUCKET/OBJECT``. Every name
 goes through :mod:`trainpool.cluster_env.gcs` (a name it refuses answers 400 with the
-rule, so no request reaches a path outside the store). There is no side store of
+rule), and every path is checked again once its symbolic links are resolved (one that
+leads out of ``<root>/gcs`` answers 403, and a listing skips it), so no request reaches a
+path outside the store. There is no side store of
 metadata: size, ``md5Hash``, ``crc32c``, ``updated`` and ``generation`` (the file's
 ``st_mtime_ns``) are read from the file, ``contentType`` is guessed from the name, so an
 object written by path or at ``/gcs`` is served at once. Writes are :mod:`.uploads`.
@@ -15,7 +17,6 @@ import datetime
 import hashlib
 import mimetypes
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,6 @@ from trainpool.cluster_env import gcs
 
 MAX_RESULTS = 1000
 _CHUNK = 1 << 20
-_CONTENT_RANGE = re.compile(r"^bytes (?:(\d+)-(\d+)|\*)/(\d+|\*)$")
 
 
 class ApiError(Exception):
@@ -60,24 +60,24 @@ def _b64(digest: bytes) -> str:
     return base64.b64encode(digest).decode("ascii")
 
 
-def _crc32c(path: Path) -> str | None:
+def file_hashes(path: Path) -> dict[str, str]:
+    """``md5Hash`` and ``crc32c`` of the file (base64, as the JSON API gives them), one read."""
+    md5 = hashlib.md5(usedforsecurity=False)
     try:
         import google_crc32c
+
+        crc: Any = google_crc32c.Checksum()
     except ImportError:  # pragma: no cover - installed with google-cloud-storage
-        return None
-    checksum = google_crc32c.Checksum()
+        crc = None
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            checksum.update(chunk)
-    return _b64(checksum.digest())
-
-
-def _md5(path: Path) -> str:
-    digest = hashlib.md5(usedforsecurity=False)
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return _b64(digest.digest())
+            md5.update(chunk)
+            if crc is not None:
+                crc.update(chunk)
+    found = {"md5Hash": _b64(md5.digest())}
+    if crc is not None:
+        found["crc32c"] = _b64(crc.digest())
+    return found
 
 
 class Objects:
@@ -88,13 +88,35 @@ class Objects:
         self.gcs_root = gcs_root
         self.base_url = base_url
 
+    def inside(self, path: Path) -> bool:
+        """Whether ``path``, every link in it followed, is in the store (``<root>/gcs``)."""
+        real, root = path.resolve(), self.gcs_root.resolve()
+        return real == root or root in real.parents
+
+    def _kept_inside(self, path: Path, uri: str) -> Path:
+        """``path`` when it stays in the store once its links are followed; else 403.
+
+        Names are checked before they become paths (:mod:`trainpool.cluster_env.gcs`), but a
+        symbolic link inside ``<root>/gcs`` could still lead out: every read, write, listing
+        and delete is checked after resolution.
+        """
+        if not self.inside(path):
+            raise ApiError(
+                403,
+                f"{uri}: a symbolic link in the local store leads outside it; "
+                "accepted: objects whose path stays inside <root>/gcs",
+                "forbidden",
+            )
+        return path
+
     # names -> paths, only through cluster_env.gcs
     def bucket_path(self, bucket: str) -> Path:
         try:
             gcs.split(gcs.SCHEME + bucket, "bucket")
         except gcs.GcsUriError as err:
             raise bad(str(err)) from None
-        return Path(gcs.to_path(gcs.SCHEME + bucket + "/", self.gcs_root, "bucket"))
+        path = Path(gcs.to_path(gcs.SCHEME + bucket + "/", self.gcs_root, "bucket"))
+        return self._kept_inside(path, gcs.SCHEME + bucket)
 
     def object_path(self, bucket: str, name: str) -> Path:
         uri = f"{gcs.SCHEME}{bucket}/{name}"
@@ -104,9 +126,10 @@ class Objects:
                 "accepted: a name that does not end in '/'"
             )
         try:
-            return Path(gcs.to_path(uri, self.gcs_root, "object"))
+            path = Path(gcs.to_path(uri, self.gcs_root, "object"))
         except gcs.GcsUriError as err:
             raise bad(str(err)) from None
+        return self._kept_inside(path, uri)
 
     # resources
     def bucket_resource(self, bucket: str) -> dict[str, Any]:
@@ -179,10 +202,7 @@ class Objects:
             "etag": _b64(generation.encode()),
         }
         if hashes:
-            resource["md5Hash"] = _md5(path)
-            crc = _crc32c(path)
-            if crc is not None:
-                resource["crc32c"] = crc
+            resource.update(file_hashes(path))
         return resource
 
     def list_objects(self, bucket: str, query: dict[str, str]) -> dict[str, Any]:
@@ -211,7 +231,10 @@ class Objects:
                 prefixes.append(collapsed)
                 last = collapsed
             else:
-                items.append(self.describe(bucket, name, root / name, hashes=False))
+                try:
+                    items.append(self.describe(bucket, name, root / name, hashes=False))
+                except FileNotFoundError:
+                    continue  # deleted while listing
                 last = name
         answer: dict[str, Any] = {"kind": "storage#objects", "items": items}
         if prefixes:
@@ -228,10 +251,17 @@ class Objects:
                 if file.startswith(".") and file.endswith(".partial"):
                     continue  # a write in progress (trainpool.images.storage, uploads)
                 name = file if rel == "." else f"{rel}/{file}".replace(os.sep, "/")
-                if gcs.object_problem(name) is None:
-                    yield name
+                if gcs.object_problem(name) is not None:
+                    continue
+                link = os.path.join(folder, file)
+                if os.path.islink(link) and not (os.path.isfile(link) and self.inside(Path(link))):
+                    continue  # a link out of the store (or to nothing) is not an object of it
+                yield name
 
     def delete_object(self, bucket: str, name: str) -> None:
+        """Delete the object, then the folders it leaves empty (Cloud Storage has none: a
+        "folder" is only a shared prefix), up to the bucket."""
+        top = self.bucket_path(bucket)
         self.bucket_resource(bucket)
         path = self.object_path(bucket, name)
         try:
@@ -240,5 +270,10 @@ class Objects:
             path.unlink()
         except FileNotFoundError:
             raise not_found(f"No such object: {bucket}/{name}") from None
-
-    # uploads: whole, then renamed into place
+        folder = path.parent
+        while folder != top and top in folder.parents:
+            try:
+                folder.rmdir()
+            except OSError:
+                break  # not empty (or gone): the prefix still holds objects
+            folder = folder.parent

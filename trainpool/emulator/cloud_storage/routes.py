@@ -1,10 +1,13 @@
 """The Cloud Storage JSON API's requests the door serves: a route table, one handler each.
 
-Served (the subset google-cloud-storage 3.x uses, https://cloud.google.com/storage/docs/json_api):
-bucket insert, list and get, bucket IAM get and set (answered, not kept), object get, media
-download (``Range`` too), list (``prefix``, ``delimiter``, ``maxResults``, ``pageToken``),
-upload (``uploadType=media|multipart|resumable``, the resumable session's PUTs) and
-delete. A request no route matches answers 501 naming it.
+Served (the subset google-cloud-storage 3.x and ``gcloud storage`` use,
+https://cloud.google.com/storage/docs/json_api): bucket insert, list and get, bucket IAM get and
+set (answered, not kept), object get, media download (one ``Range`` too), list
+(``prefix``, ``delimiter``, ``maxResults``, ``pageToken``), upload
+(``uploadType=media|multipart|resumable``, on ``/upload/...`` and gcloud's
+``/resumable/upload/...``, the resumable session's PUTs and status queries), compose
+(gcloud's parallel composite uploads) and delete. A
+request no route matches answers 501 naming it.
 """
 
 from __future__ import annotations
@@ -13,9 +16,12 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from trainpool.emulator.cloud_storage.bodies import Body
+from trainpool.emulator.cloud_storage.multipart import Multipart
 from trainpool.emulator.cloud_storage.objects import (
     ApiError,
     Objects,
@@ -24,29 +30,39 @@ from trainpool.emulator.cloud_storage.objects import (
     not_served,
 )
 from trainpool.emulator.cloud_storage.uploads import Uploads
+from trainpool.errors import InputError
+from trainpool.spec.safe_load import load_json
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"^bytes=(\d{0,19})-(\d{0,19})$")
+_RANGES = "accepted: bytes=FIRST-LAST, bytes=FIRST- or bytes=-SUFFIX (one range)"
 
 
 @dataclass
 class Request:
-    """What a route handler sees: the method, the path's parts, the query, headers, body."""
+    """What a route handler sees: the method, the path (the door's secret taken off), the
+    query, headers, the body (read as it arrives) and the door's own address."""
 
     method: str
     path: str
     query: dict[str, str]
     headers: Any
-    body: bytes
+    body: Body
     address: str
-    """The door's own ``http://127.0.0.1:PORT`` (for upload session URLs)."""
+    """The door's ``http://127.0.0.1:PORT/<secret>`` (for links and upload session URLs)."""
 
 
 @dataclass
 class Response:
+    """An answer: ``body``, or ``length`` bytes of the file ``file`` from ``offset`` (sent in
+    chunks, never read whole)."""
+
     status: int
     body: bytes = b""
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
+    file: Path | None = None
+    offset: int = 0
+    length: int = 0
 
     @classmethod
     def json(cls, data: dict[str, Any], status: int = 200, **headers: str) -> Response:
@@ -64,11 +80,11 @@ class Store:
 Handler = Callable[[Store, Request, dict[str, str]], Response]
 
 
-def _load(body: bytes) -> dict[str, Any]:
+def _load(body: Body) -> dict[str, Any]:
     try:
-        data = json.loads(body or b"{}")
-    except ValueError:
-        raise bad("the request body is not JSON") from None
+        data = load_json(body.read() or b"{}", "body")
+    except InputError as err:
+        raise bad(f"the request body is not JSON: {err}") from None
     if not isinstance(data, dict):
         raise bad("the request body is a JSON object")
     return data
@@ -76,10 +92,6 @@ def _load(body: bytes) -> dict[str, Any]:
 
 def create_bucket(store: Store, request: Request, _: dict[str, str]) -> Response:
     return Response.json(store.objects.create_bucket(_load(request.body)))
-
-
-def list_buckets(store: Store, request: Request, _: dict[str, str]) -> Response:
-    return Response.json(store.objects.list_buckets())
 
 
 def get_bucket(store: Store, request: Request, match: dict[str, str]) -> Response:
@@ -103,6 +115,10 @@ def list_objects(store: Store, request: Request, match: dict[str, str]) -> Respo
     return Response.json(store.objects.list_objects(match["bucket"], request.query))
 
 
+def list_buckets(store: Store, request: Request, _: dict[str, str]) -> Response:
+    return Response.json(store.objects.list_buckets())
+
+
 def get_object(store: Store, request: Request, match: dict[str, str]) -> Response:
     if match["object"].endswith("/"):  # a "folder" gcloud looks up: never an object here
         raise not_found(f"No such object: {match['bucket']}/{match['object']}")
@@ -111,78 +127,99 @@ def get_object(store: Store, request: Request, match: dict[str, str]) -> Respons
     return Response.json(store.objects.object_resource(match["bucket"], match["object"]))
 
 
+def compose(store: Store, request: Request, match: dict[str, str]) -> Response:
+    sources = _load(request.body).get("sourceObjects")
+    if not isinstance(sources, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("name"), str) for s in sources
+    ):
+        raise bad('sourceObjects: accepted: a list of {"name": OBJECT}')
+    names = [str(source["name"]) for source in sources]
+    done = store.uploads.compose(match["bucket"], match["object"], names, request.query)
+    return Response.json(done)
+
+
 def delete_object(store: Store, request: Request, match: dict[str, str]) -> Response:
     store.objects.delete_object(match["bucket"], match["object"])
     return Response(204)
 
 
-def download(store: Store, request: Request, match: dict[str, str]) -> Response:
-    bucket, name = match["bucket"], match["object"]
-    resource = store.objects.object_resource(bucket, name)
-    data = store.objects.object_path(bucket, name).read_bytes()
-    headers = {
-        "x-goog-generation": resource["generation"],
-        "x-goog-stored-content-length": str(len(data)),
-    }
-    spec = request.headers.get("Range", "")
-    found = _RANGE.match(spec.strip()) if spec else None
-    if not (found and (found.group(1) or found.group(2))):
-        hashes = [f"md5={resource['md5Hash']}"]
-        if "crc32c" in resource:
-            hashes.insert(0, f"crc32c={resource['crc32c']}")
-        headers["x-goog-hash"] = ",".join(hashes)
-        return Response(200, data, resource["contentType"], headers)
-    size = len(data)
-    if found.group(1):
-        first = int(found.group(1))
-        last = min(int(found.group(2)), size - 1) if found.group(2) else size - 1
+def byte_range(spec: str, size: int) -> tuple[int, int] | None:
+    """``(first, last)`` of a ``Range`` header over ``size`` bytes; None: the whole object.
+
+    A header that is not one ``bytes=`` range answers 400; a range past the end, 416
+    (https://cloud.google.com/storage/docs/json_api/v1/objects/get, RFC 9110 14.1.2).
+    """
+    if not spec.strip():
+        return None
+    found = _RANGE.match(spec.strip())
+    if found is None or not (found.group(1) or found.group(2)):
+        raise bad(f"Range: {spec!r}; {_RANGES}")
+    head, tail = found.groups()
+    if head and tail and int(tail) < int(head):
+        raise bad(f"Range: {spec!r}: LAST is before FIRST; {_RANGES}")
+    if size == 0:
+        return None
+    if head:
+        first = int(head)
+        last = min(int(tail), size - 1) if tail else size - 1
     else:
-        first, last = max(0, size - int(found.group(2))), size - 1
-    if first >= size and size:
+        first, last = max(0, size - int(tail)), size - 1
+    if first >= size or (not head and int(tail) == 0):
         raise ApiError(
             416,
             f"Range: {spec!r} is past the object's {size} bytes",
             "requestedRangeNotSatisfiable",
         )
+    return first, last
+
+
+def download(store: Store, request: Request, match: dict[str, str]) -> Response:
+    bucket, name = match["bucket"], match["object"]
+    path = store.objects.object_path(bucket, name)
+    span = byte_range(
+        request.headers.get("Range", ""), path.stat().st_size if path.is_file() else 0
+    )
+    resource = store.objects.object_resource(bucket, name, hashes=span is None)
+    size = int(resource["size"])
+    headers = {
+        "x-goog-generation": resource["generation"],
+        "x-goog-stored-content-length": str(size),
+    }
+    if span is None:
+        hashes = [f"md5={resource['md5Hash']}"]
+        if "crc32c" in resource:
+            hashes.insert(0, f"crc32c={resource['crc32c']}")
+        headers["x-goog-hash"] = ",".join(hashes)
+        return Response(
+            200, content_type=resource["contentType"], headers=headers, file=path, length=size
+        )
+    first, last = span
     headers["Content-Range"] = f"bytes {first}-{last}/{size}"
-    return Response(206, data[first : last + 1], resource["contentType"], headers)
-
-
-def multipart(content_type: str, body: bytes) -> tuple[dict[str, Any], bytes]:
-    """The JSON metadata and the media of a ``multipart/related`` upload body."""
-    found = re.search(r'boundary="?([^";]+)"?', content_type)
-    if found is None:
-        raise bad(f"Content-Type: {content_type!r}; accepted: multipart/related; boundary=...")
-    delimiter = b"--" + found.group(1).encode()
-    parts = []
-    for part in body.split(delimiter)[1:]:
-        if part.startswith(b"--"):
-            break
-        _, _, content = part.partition(b"\r\n\r\n")
-        parts.append(content[:-2] if content.endswith(b"\r\n") else content)
-    if len(parts) != 2:
-        raise bad("a multipart upload has two parts: the JSON metadata, then the media")
-    try:
-        return json.loads(parts[0] or b"{}"), parts[1]
-    except ValueError:
-        raise bad("the first part of a multipart upload is JSON metadata") from None
+    return Response(
+        206,
+        content_type=resource["contentType"],
+        headers=headers,
+        file=path,
+        offset=first,
+        length=last - first + 1,
+    )
 
 
 def upload(store: Store, request: Request, match: dict[str, str]) -> Response:
     bucket, query = match["bucket"], request.query
     kind = query.get("uploadType", "")
     if kind == "media":
-        return Response.json(
-            store.uploads.put_object(bucket, query.get("name", ""), request.body, query)
-        )
+        pieces = request.body.chunks()
+        return Response.json(store.uploads.put_object(bucket, query.get("name", ""), pieces, query))
     if kind == "multipart":
-        meta, media = multipart(request.headers.get("Content-Type", ""), request.body)
-        name = str(meta.get("name") or query.get("name", ""))
-        return Response.json(store.uploads.put_object(bucket, name, media, query))
+        parts = Multipart(request.headers.get("Content-Type", ""), request.body)
+        name = str(parts.metadata().get("name") or query.get("name", ""))
+        return Response.json(store.uploads.put_object(bucket, name, parts.media(), query))
     if kind == "resumable":
         meta = _load(request.body)
         name = str(meta.get("name") or query.get("name", ""))
-        upload_id = store.uploads.start_upload(bucket, name, query)
+        declared = request.headers.get("X-Upload-Content-Length")
+        upload_id = store.uploads.start_upload(bucket, name, query, declared)
         location = (
             f"{request.address}/upload/storage/v1/b/{quote(bucket, safe='')}/o"
             f"?uploadType=resumable&upload_id={upload_id}"
@@ -196,7 +233,7 @@ def continue_upload(store: Store, request: Request, _: dict[str, str]) -> Respon
     if not upload_id:
         raise not_served(request)
     received, done = store.uploads.continue_upload(
-        upload_id, request.headers.get("Content-Range", ""), request.body
+        upload_id, request.headers.get("Content-Range", ""), request.body.chunks()
     )
     if done is not None:
         return Response.json(done)
@@ -211,11 +248,12 @@ ROUTES: list[tuple[tuple[str, ...], re.Pattern[str], Handler]] = [
     (("GET",), re.compile(rf"^/storage/v1{_B}$"), get_bucket),
     (("GET", "PUT"), re.compile(rf"^/storage/v1{_B}/iam$"), bucket_iam),
     (("GET",), re.compile(rf"^/storage/v1{_B}/o$"), list_objects),
+    (("POST",), re.compile(rf"^/storage/v1{_B}{_O}/compose$"), compose),
     (("GET",), re.compile(rf"^/storage/v1{_B}{_O}$"), get_object),
     (("DELETE",), re.compile(rf"^/storage/v1{_B}{_O}$"), delete_object),
     (("GET",), re.compile(rf"^/download/storage/v1{_B}{_O}$"), download),
-    (("POST",), re.compile(rf"^/upload/storage/v1{_B}/o$"), upload),
-    (("PUT",), re.compile(rf"^/upload/storage/v1{_B}/o$"), continue_upload),
+    (("POST",), re.compile(rf"^(?:/resumable)?/upload/storage/v1{_B}/o$"), upload),
+    (("PUT",), re.compile(rf"^(?:/resumable)?/upload/storage/v1{_B}/o$"), continue_upload),
 ]
 """``(methods, path pattern, handler)``; the first that matches serves the request. Path
 parts are matched as sent (percent-encoded) and decoded after matching."""

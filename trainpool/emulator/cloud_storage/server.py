@@ -1,28 +1,50 @@
-"""The local store's Cloud Storage JSON API door, for ``STORAGE_EMULATOR_HOST``.
+"""The local store's Cloud Storage JSON API door, for ``STORAGE_EMULATOR_HOST`` and gcloud.
 
 One store, three doors: the object ``gs://BUCKET/OBJECT`` is the file
 ``<root>/gcs/BUCKET/OBJECT`` (by path), ``/gcs/BUCKET/OBJECT`` in a replica, and, here,
-the JSON API on ``http://127.0.0.1:PORT`` for clients that honour
-``STORAGE_EMULATOR_HOST`` (google-cloud-storage, the aiplatform SDK's bucket checks).
-This module is the HTTP plumbing; what is served is :mod:`.routes`, over the store's
-buckets and objects (:mod:`.objects`).
+the JSON API on ``http://127.0.0.1:PORT/<secret>`` for google-cloud-storage (the aiplatform
+SDK's bucket checks too) and ``gcloud storage``. This module is the HTTP plumbing; what is
+served is :mod:`.routes`, over the store's buckets and objects (:mod:`.objects`).
 
-Loopback only, no authentication (a client with ``STORAGE_EMULATOR_HOST`` sends none):
-every local user can reach the port, so the emulator serves it only when asked
-(``start(..., storage=True)``, ``trainpool emulator --storage``).
+Owner-only: a request that does not prove the root's secret (:mod:`.access`) is answered
+403 before its body is read. Bodies are streamed (:mod:`.bodies`), downloads sent in
+chunks; a malformed request answers 400 and an unexpected failure 500 with no internal
+text, never a dropped connection.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from trainpool.emulator.cloud_storage import routes
+from trainpool.emulator.cloud_storage.access import DoorKey, new_secret, write_private
+from trainpool.emulator.cloud_storage.bodies import CHUNK, DEFAULT_LIMIT, Body, too_large
 from trainpool.emulator.cloud_storage.objects import ApiError, Objects, not_served
 from trainpool.emulator.cloud_storage.uploads import Uploads
 from trainpool.home import Home
+
+_log = logging.getLogger(__name__)
+_DRAIN = 1 << 20
+"""An unread body up to this size is read and dropped, so the client gets the answer."""
+UNAUTHORISED = (
+    "this Cloud Storage door serves its owner only; accepted: the URL with the root's secret "
+    "(STORAGE_EMULATOR_HOST as the emulator printed it) or Authorization: Bearer <secret> "
+    "(CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=<root>/storage.token)"
+)
+
+
+def _error(err: ApiError) -> routes.Response:
+    error = {
+        "code": err.status,
+        "message": err.message,
+        "errors": [{"message": err.message, "domain": "global", "reason": err.reason}],
+    }
+    return routes.Response.json({"error": error}, err.status)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -32,69 +54,121 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
         pass
 
-    def _body(self) -> bytes:
-        length = self.headers.get("Content-Length")
-        if length is None:
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                return self._chunked()
-            return b""
-        return self.rfile.read(int(length))
+    def _refusal(self) -> ApiError | None:
+        """403 without the secret (not 401: a client holding anonymous credentials would try
+        to refresh them and hide this answer); 413 when ``Content-Length`` passes the limit."""
+        path = urlsplit(self.path).path
+        if self.server.key.admit(path, self.headers.get("Authorization")) is None:
+            return ApiError(403, UNAUTHORISED, "forbidden")
+        length = (self.headers.get("Content-Length") or "").strip()
+        if length.isdigit() and int(length) > self.server.limit:
+            return too_large(int(length), self.server.limit)
+        return None
 
-    def _chunked(self) -> bytes:
-        out = bytearray()
-        while True:
-            size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-            if size == 0:
-                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                    pass
-                return bytes(out)
-            out += self.rfile.read(size)
-            self.rfile.readline()
+    def handle_expect_100(self) -> bool:
+        """Refuse before the client sends its body (``Expect: 100-continue``)."""
+        refused = self._refusal()
+        if refused is None:
+            return super().handle_expect_100()
+        self.close_connection = True
+        self._send(_error(refused))
+        return False
 
     def _send(self, response: routes.Response) -> None:
         self.send_response(response.status)
         for key, value in response.headers.items():
             self.send_header(key, value)
-        if response.body or response.status not in (204, 304):
+        size = response.length if response.file is not None else len(response.body)
+        if size or response.status not in (204, 304):
             self.send_header("Content-Type", response.content_type)
-        self.send_header("Content-Length", str(len(response.body)))
+        self.send_header("Content-Length", str(size))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command == "HEAD":
+            return
+        if response.file is None:
             self.wfile.write(response.body)
+            return
+        with response.file.open("rb") as handle:
+            handle.seek(response.offset)
+            left = response.length
+            while left > 0:
+                piece = handle.read(min(CHUNK, left))
+                if not piece:  # the file shrank while it was sent: the client sees a short body
+                    self.close_connection = True
+                    return
+                self.wfile.write(piece)
+                left -= len(piece)
+
+    def _answer(self, body: list[Body]) -> routes.Response:
+        raw = urlsplit(self.path)
+        refused = self._refusal()
+        if refused is not None:
+            return _error(refused)
+        path = self.server.key.admit(raw.path, self.headers.get("Authorization")) or "/"
+        query = {k: v[-1] for k, v in parse_qs(raw.query, keep_blank_values=True).items()}
+        body.append(Body(self.rfile, self.headers, self.server.limit))
+        request = routes.Request(
+            self.command, path, query, self.headers, body[0], self.server.address
+        )
+        found = routes.route(request)
+        if found is None:
+            raise not_served(request)
+        handler, match = found
+        return handler(self.server.store, request, match)
 
     def _dispatch(self) -> None:
-        raw = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(raw.query, keep_blank_values=True).items()}
+        body: list[Body] = []
         try:
-            request = routes.Request(
-                self.command, raw.path, query, self.headers, self._body(), self.server.address
-            )
-            found = routes.route(request)
-            if found is None:
-                raise not_served(request)
-            handler, match = found
-            self._send(handler(self.server.store, request, match))
+            response = self._answer(body)
         except ApiError as err:
-            error = {
-                "code": err.status,
-                "message": err.message,
-                "errors": [{"message": err.message, "domain": "global", "reason": err.reason}],
-            }
-            self._send(routes.Response.json({"error": error}, err.status))
+            response = _error(err)
+        except Exception:
+            _log.exception("storage door: %s %s", self.command, urlsplit(self.path).path[:80])
+            failed = ApiError(500, "the local store failed to serve this request", "backendError")
+            response = _error(failed)
+        if not body or not body[0].done:
+            self._drain(body[0] if body else None)
+        try:
+            self._send(response)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _drain(self, body: Body | None) -> None:
+        """Read a small unread body (and drop it) so the answer reaches the client and the
+        connection can serve the next request; a large or unreadable one closes it."""
+        try:
+            if body is None:
+                body = Body(self.rfile, self.headers, _DRAIN)  # 413/400 when it cannot be
+            if body.length is not None and body.length - body.received <= _DRAIN:
+                for _ in body.chunks():
+                    pass
+                return
+        except (ApiError, OSError):
+            pass
+        self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _dispatch  # noqa: N815
 
 
 class StorageServer(ThreadingHTTPServer):
-    """The JSON API door of one store, on ``127.0.0.1``; ``address`` is ``http://127.0.0.1:PORT``."""
+    """The JSON API door of one store on ``127.0.0.1``: ``address`` is
+    ``http://127.0.0.1:PORT/<secret>`` (``key`` holds both); no object over ``limit`` bytes.
+    The secret is also written, alone, to ``<root>/storage.token`` (mode 0600) for gcloud."""
 
     daemon_threads = True
 
-    def __init__(self, home: Home, port: int = 0) -> None:
+    def __init__(self, home: Home, port: int = 0, limit: int = DEFAULT_LIMIT) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
-        self.address = f"http://127.0.0.1:{self.server_address[1]}"
+        self.limit = limit
+        self.key = DoorKey(
+            f"http://127.0.0.1:{self.server_address[1]}", new_secret(), Path(home.storage_token)
+        )
+        write_private(self.key.token_file, self.key.secret + "\n")
+        self.address = self.key.url
         objects = Objects(home.gcs, self.address)
-        self.store = routes.Store(objects, Uploads(objects, home.storage_uploads))
+        self.store = routes.Store(objects, Uploads(objects, home.storage_uploads, limit))
         self._thread = threading.Thread(
             target=self.serve_forever, name="storage-json-api", daemon=True
         )
@@ -109,6 +183,7 @@ class StorageServer(ThreadingHTTPServer):
         self.store.uploads.close()
 
 
-def serve(home: Home, port: int = 0) -> StorageServer:
-    """Serve ``home``'s ``gcs/`` through the JSON API on ``127.0.0.1:port`` (0: a free port)."""
-    return StorageServer(home, port).start()
+def serve(home: Home, port: int = 0, limit: int = DEFAULT_LIMIT) -> StorageServer:
+    """Serve ``home``'s ``gcs/`` through the JSON API on ``127.0.0.1:port`` (0: a free port),
+    behind a fresh secret."""
+    return StorageServer(home, port, limit).start()

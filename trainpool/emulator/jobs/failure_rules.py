@@ -24,6 +24,7 @@ starts running. If true, overrides Scheduling.restart_job_on_worker_restart to f
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +72,41 @@ class RetryPolicy:
         return cls(restart_job_on_worker_restart=bool(scheduling.get("restartJobOnWorkerRestart")))
 
 
+def killed_by(status: int) -> signal.Signals | None:
+    """The signal that ended a replica whose exit ``status`` is 128 + n, as a container
+    runtime reports a process killed by signal n; None for an ordinary exit."""
+    if status <= 128:
+        return None
+    try:
+        return signal.Signals(status - 128)
+    except ValueError:
+        return None
+
+
+def status_text(status: int) -> str:
+    """``status 3``, or ``status 137 (killed by signal 9, SIGKILL)`` for the job log."""
+    sig = killed_by(status)
+    return f"status {status}" + (f" (killed by signal {sig.value}, {sig.name})" if sig else "")
+
+
 def exit_message(replica: str, status: int) -> str:
-    """The first line of the job's error when a replica's exit fails it, as Vertex words it."""
+    """The first line of the job's error when a replica's exit fails it, as Vertex words it.
+
+    An exit: "The replica workerpool1-0 exited with a non-zero status of 3. Termination
+    reason: Error." (Vertex's wording, as reported in public issues, e.g.
+    GoogleCloudPlatform/vertex-ai-samples#2880 and tensorflow/models#4294). A replica
+    killed by a signal is named with the signal's number and name, as the training service
+    words it: "The replica master 0 ran out-of-memory and exited with a non-zero status of
+    9(SIGKILL)" (AI Platform Training, quoted in Lak Lakshmanan's public write-up of a job
+    log). Whether the kill was the out-of-memory killer is not known locally, so the
+    emulator does not say so; the job log says what the status means.
+    """
+    sig = killed_by(status)
+    if sig is not None:
+        return (
+            f"The replica {replica} exited with a non-zero status of {sig.value}({sig.name}). "
+            "Termination reason: Error."
+        )
     return (
         f"The replica {replica} exited with a non-zero status of {status}. "
         "Termination reason: Error."

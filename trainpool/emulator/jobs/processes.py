@@ -29,6 +29,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainpool.emulator.jobs.workdirs import Workdir
+
 STOP_GRACE_S = 2.0
 GUARD = Path(__file__).with_name("replica_guard.py")
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -82,7 +84,8 @@ def is_ours(pgid: int, recorded: ProcessId | None = None) -> bool:
 
 @dataclass(frozen=True)
 class Launch:
-    """How to start one replica: ``name`` is Vertex's replica name, e.g. ``workerpool1-0``."""
+    """How to start one replica: ``name`` is Vertex's replica name, e.g. ``workerpool1-0``;
+    ``workdir`` (when given) is made fresh before each start, as a container's files."""
 
     name: str
     pool: int
@@ -90,6 +93,7 @@ class Launch:
     env: dict[str, str]
     cwd: Path
     log: Path
+    workdir: Workdir | None = None
 
 
 @dataclass

@@ -8,7 +8,9 @@ no cleanup, so this is what keeps its replicas from outliving it.
 
 Otherwise it waits for the replica and ends the same way (its exit code, or the
 same signal), so the emulator sees the replica's own status. SIGTERM and SIGINT sent
-to the group reach the replica; the guard outlives them to report its status.
+to the group reach the replica; the guard outlives them to report its status. A
+signal no process may catch (SIGKILL: the kernel's out-of-memory killer) is re-raised
+as it is: its disposition is always the default, and asking to set it is an error.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
+UNCATCHABLE = (signal.SIGKILL, signal.SIGSTOP)
+"""Signals whose handler cannot be set (``signal.signal`` raises OSError for them)."""
 
 
 def _kill_group(*_: object) -> None:
@@ -50,7 +54,8 @@ def main(argv: list[str]) -> None:
     _, status = os.waitpid(child, 0)
     if os.WIFSIGNALED(status):
         killed_by = os.WTERMSIG(status)
-        signal.signal(killed_by, signal.SIG_DFL)
+        if killed_by not in UNCATCHABLE:
+            signal.signal(killed_by, signal.SIG_DFL)
         os.kill(os.getpid(), killed_by)
         os._exit(128 + killed_by)
     os._exit(os.waitstatus_to_exitcode(status))

@@ -29,6 +29,7 @@ from typing import Any
 
 from trainpool.emulator.faults.config import KillFault
 from trainpool.emulator.jobs import processes
+from trainpool.emulator.jobs.environments import BuildFailed
 from trainpool.emulator.jobs.failure_rules import (
     CODE_CANCELLED,
     CODE_DEADLINE_EXCEEDED,
@@ -39,6 +40,7 @@ from trainpool.emulator.jobs.failure_rules import (
     exit_message,
     is_permanent,
     preemption_message,
+    status_text,
 )
 from trainpool.emulator.jobs.launches import JobContext, LaunchError, plan_launches
 from trainpool.emulator.jobs.logs import JobLog
@@ -88,6 +90,8 @@ class _Run:
         started = []
         for launch in launches:
             try:
+                if launch.workdir is not None:
+                    launch.workdir.fresh()
                 self.replicas[launch.name] = processes.start(launch)
             except OSError as err:
                 raise OSError(f"Cannot start {launch.name}: {err}") from err
@@ -117,7 +121,7 @@ class _Run:
             self.restarts[name] = self.restarts.get(name, 0) + 1
             every = self.policy.restart_job_on_worker_restart
             self.note(
-                f"{name} exited with status {status}; restarting "
+                f"{name} exited with {status_text(status)}; restarting "
                 f"{'every replica (restartJobOnWorkerRestart)' if every else 'it in place'} "
                 f"with the same task, host and port (restart {self.restarts[name]} of "
                 f"{self.policy.worker_restarts})"
@@ -128,7 +132,7 @@ class _Run:
             self.retries += 1
             self.restarts.clear()
             self.note(
-                f"{name} exited with status {status} after {self.policy.worker_restarts} "
+                f"{name} exited with {status_text(status)} after {self.policy.worker_restarts} "
                 f"restart(s); retrying the whole job (retry {self.retries} of "
                 f"{self.policy.job_retries})"
             )
@@ -285,7 +289,7 @@ def run_spec(
     note = JobLog(ctx.files.log)
     try:
         launches = plan_launches(spec, ctx, note)
-    except (LaunchError, PackageError) as err:
+    except (LaunchError, PackageError, BuildFailed) as err:
         note(str(err))
         return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
     note(f"starting {len(launches)} replica(s): {', '.join(la.name for la in launches)}")

@@ -101,7 +101,13 @@ class Runner:
     def context(self, name: str, trial_id: str | None = None) -> JobContext:
         project, location, job_id = parse_name(name)
         return JobContext(
-            self.state.home, job_id, self.files(name, trial_id), project, location, trial_id
+            self.state.home,
+            job_id,
+            self.files(name, trial_id),
+            project,
+            location,
+            trial_id,
+            storage_env=self.state.storage_env(),
         )
 
     # processes

@@ -15,7 +15,7 @@ from google.cloud.aiplatform_v1.types import model as model_types
 from trainpool.emulator.records.database import Database
 from trainpool.emulator.records.kinds import MODELS
 from trainpool.emulator.records.resources import AlreadyExists, Records, now
-from trainpool.errors import InputError
+from trainpool.errors import InputError, brief
 
 VERSION = "1"
 MODEL_ID = re.compile(r"^[a-z0-9][-a-z0-9]{0,127}$")
@@ -27,10 +27,10 @@ def register(
     """Store ``model`` under ``parent`` as version "1"; InputError for a bad field."""
     if not model.display_name:
         raise InputError.of("model.display_name", "'' is empty; accepted: a non-empty name")
-    if model_id and not MODEL_ID.match(model_id):
+    if model_id and not MODEL_ID.fullmatch(model_id):
         raise InputError.of(
             "model_id",
-            f"{model_id!r}; accepted: lowercase letters, digits and '-', "
+            f"{brief(model_id)}; accepted: lowercase letters, digits and '-', "
             "starting with a letter or digit, at most 128 characters",
         )
     model.name = f"{parent}/{MODELS.collection}/{model_id or db.new_id('model')}"
@@ -41,7 +41,9 @@ def register(
     try:
         return records.insert(MODELS, parent, model)
     except AlreadyExists:
-        raise InputError.of("model_id", f"{model_id!r} is taken; accepted: an unused id") from None
+        raise InputError.of(
+            "model_id", f"{brief(model_id)} is taken; accepted: an unused id"
+        ) from None
 
 
 def get(records: Records, name: str) -> model_types.Model | None:

@@ -1,8 +1,13 @@
 """List calls: the ``filter`` (the subset of AIP-160 that listings use), page tokens, SQL.
 
 Accepted filters: conditions joined by ``AND``, each ``state=STATE`` (or ``!=``),
-``display_name="NAME"`` (or ``!=``), or ``labels.KEY="VALUE"`` (or ``!=``). A page token
-is the sequence number of the last resource of the previous page. :func:`to_sql` turns the
+``display_name="NAME"`` (or ``!=``), or ``labels.KEY="VALUE"`` (or ``!=``); at most
+:data:`MAX_FILTER_CHARS` characters and :data:`MAX_CONDITIONS` conditions (the emulator's
+bounds: Vertex publishes none, and AIP-160 lets a service limit a filter's complexity). A
+page token is the sequence number of the last resource of the previous page: digits that
+fit SQLite's 64-bit integer, nothing else. A negative ``page_size`` is refused; one above
+:data:`MAX_PAGE_SIZE` is read as that ("If the user specifies a page_size above the
+maximum, the API should coerce it to the maximum", AIP-158). :func:`to_sql` turns the
 conditions into a ``WHERE`` clause over the indexed ``state`` and ``display_name``
 columns and the labels table, so a page costs the same whatever the number of stored
 resources.
@@ -15,12 +20,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainpool.errors import InputError
+from trainpool.errors import InputError, brief
 
 _CONDITION = re.compile(
     r'^\s*(state|display_name|labels\.[\w-]+)\s*(!=|=)\s*("([^"]*)"|[\w-]+)\s*$'
 )
 DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+MAX_FILTER_CHARS = 2000
+MAX_CONDITIONS = 20
+MAX_TOKEN_DIGITS = 18
+_ACCEPTED = (
+    'conditions joined by AND, each state=STATE, display_name="NAME" or labels.KEY="VALUE" '
+    "(= or !=)"
+)
 
 
 @dataclass(frozen=True)
@@ -34,14 +47,26 @@ def parse_filter(text: str) -> list[Condition]:
     """The conditions of ``text``; :class:`InputError` naming the part that is not understood."""
     if not text.strip():
         return []
+    if len(text) > MAX_FILTER_CHARS:
+        raise InputError.of(
+            "filter",
+            f"{brief(text)} has {len(text):,} characters; accepted: at most "
+            f"{MAX_FILTER_CHARS:,} characters of {_ACCEPTED}",
+        )
+    parts = re.split(r"\s+AND\s+", text.strip())
+    if len(parts) > MAX_CONDITIONS:
+        raise InputError.of(
+            "filter",
+            f"{brief(text)} has {len(parts):,} conditions; accepted: at most {MAX_CONDITIONS} "
+            f"{_ACCEPTED}",
+        )
     conditions = []
-    for part in re.split(r"\s+AND\s+", text.strip()):
-        match = _CONDITION.match(part)
+    for part in parts:
+        match = _CONDITION.fullmatch(part)
         if match is None:
             raise InputError.of(
                 "filter",
-                f"{part!r} in {text!r} is not understood; accepted: conditions joined by "
-                'AND, each state=STATE, display_name="NAME" or labels.KEY="VALUE" (= or !=)',
+                f"{brief(part)} in {brief(text)} is not understood; accepted: {_ACCEPTED}",
             )
         value = match.group(4) if match.group(4) is not None else match.group(3)
         conditions.append(Condition(match.group(1), match.group(2) == "!=", value))
@@ -82,16 +107,22 @@ def to_sql(
 
 
 def page_size(requested: int) -> int:
-    return int(requested or DEFAULT_PAGE_SIZE)
+    """The page size to use: the default for 0, at most :data:`MAX_PAGE_SIZE`."""
+    if requested < 0:
+        raise InputError.of(
+            "page_size", f"{requested} is negative; accepted: 0 (the default) or more"
+        )
+    return min(int(requested or DEFAULT_PAGE_SIZE), MAX_PAGE_SIZE)
 
 
 def page_after(token: str) -> int:
     """The sequence number a page token names (0 for the first page)."""
-    try:
-        return int(token or 0)
-    except ValueError as err:
+    if not token:
+        return 0
+    if not re.fullmatch(rf"[0-9]{{1,{MAX_TOKEN_DIGITS}}}", token):
         raise InputError.of(
             "page_token",
-            f"{token!r} is not a token this server gave; "
+            f"{brief(token)} is not a token this server gave; "
             "accepted: the next_page_token of the previous page",
-        ) from err
+        )
+    return int(token)

@@ -8,11 +8,13 @@ DOUBLE and DISCRETE are floats, INTEGER ints, CATEGORICAL strings.
 
 from __future__ import annotations
 
-import itertools
 import math
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 import optuna
+
+from trainpool.spec.study import bound
 
 Params = dict[str, Any]
 
@@ -26,11 +28,12 @@ ALGORITHM_NOTES = {
 }
 
 
-def _values(spec: dict[str, Any]) -> list[Any]:
-    """The finite value list of an INTEGER, DISCRETE or CATEGORICAL parameter."""
+def _values(spec: dict[str, Any]) -> Sequence[Any]:
+    """The finite values of an INTEGER (a ``range``, never a list: its bounds may be far
+    apart), DISCRETE or CATEGORICAL parameter."""
     if "integerValueSpec" in spec:
         bounds = spec["integerValueSpec"]
-        return list(range(int(bounds["minValue"]), int(bounds["maxValue"]) + 1))
+        return range(int(bound(bounds, "minValue")), int(bound(bounds, "maxValue")) + 1)
     if "discreteValueSpec" in spec:
         return [float(v) for v in spec["discreteValueSpec"]["values"]]
     return [str(v) for v in spec["categoricalValueSpec"]["values"]]
@@ -55,38 +58,40 @@ def _children(spec: dict[str, Any], value: Any) -> list[dict[str, Any]]:
 
 def grid(parameters: list[dict[str, Any]]) -> list[Params]:
     """Every point of the grid, first parameter slowest, conditional parameters expanded."""
-    points: list[Params] = [{}]
-    for spec in parameters:
-        points = [{**point, **choice} for point in points for choice in _expand(spec)]
-    return points
+    return list(grid_points(parameters))
 
 
-def _expand(spec: dict[str, Any]) -> list[Params]:
-    choices = []
+def grid_points(parameters: list[dict[str, Any]]) -> Iterator[Params]:
+    """:func:`grid`'s points one at a time: a sweep takes at most ``maxTrialCount`` of them,
+    so a grid of 10^15 points costs no more than one of ten."""
+    if not parameters:
+        yield {}
+        return
+    for choice in _expand(parameters[0]):
+        for rest in grid_points(parameters[1:]):
+            yield {**choice, **rest}
+
+
+def _expand(spec: dict[str, Any]) -> Iterator[Params]:
     for value in _values(spec):
         base = {spec["parameterId"]: value}
-        children = _children(spec, value)
-        for combo in itertools.product(*[_expand(child) for child in children]):
-            point = dict(base)
-            for part in combo:
-                point.update(part)
-            choices.append(point)
-    return choices
+        for combo in grid_points(_children(spec, value)):
+            yield {**base, **combo}
 
 
 def _suggest(trial: optuna.Trial, spec: dict[str, Any], params: Params) -> None:
     pid = spec["parameterId"]
     scale = spec.get("scaleType", "SCALE_TYPE_UNSPECIFIED")
     if "doubleValueSpec" in spec:
-        low = float(spec["doubleValueSpec"]["minValue"])
-        high = float(spec["doubleValueSpec"]["maxValue"])
+        low = float(bound(spec["doubleValueSpec"], "minValue"))
+        high = float(bound(spec["doubleValueSpec"], "maxValue"))
         if scale == "UNIT_REVERSE_LOG_SCALE":
             value = low + high - trial.suggest_float(f"{pid}/reverse", low, high, log=True)
         else:
             value = trial.suggest_float(pid, low, high, log=scale == "UNIT_LOG_SCALE")
     elif "integerValueSpec" in spec:
         bounds = spec["integerValueSpec"]
-        low, high = int(bounds["minValue"]), int(bounds["maxValue"])
+        low, high = int(bound(bounds, "minValue")), int(bound(bounds, "maxValue"))
         value = trial.suggest_int(pid, low, high, log=scale == "UNIT_LOG_SCALE")
     else:
         value = trial.suggest_categorical(pid, _values(spec))
@@ -102,7 +107,7 @@ class Search:
         self.parameters = study_spec["parameters"]
         self.algorithm = str(study_spec.get("algorithm", "ALGORITHM_UNSPECIFIED"))
         self.goal = study_spec["metrics"][0].get("goal", "MAXIMIZE")
-        self._grid = grid(self.parameters) if self.algorithm == "GRID_SEARCH" else None
+        self._grid = grid_points(self.parameters) if self.algorithm == "GRID_SEARCH" else None
         sampler: optuna.samplers.BaseSampler = (
             optuna.samplers.RandomSampler(seed=seed)
             if self.algorithm == "RANDOM_SEARCH"
@@ -124,10 +129,11 @@ class Search:
         """``(number, params)`` of the next trial; None when the grid is exhausted."""
         number = self._count
         if self._grid is not None:
-            if number >= len(self._grid):
+            point = next(self._grid, None)
+            if point is None:
                 return None
             self._count += 1
-            return number, dict(self._grid[number])
+            return number, point
         trial = self._study.ask()
         params: Params = {}
         for spec in self.parameters:

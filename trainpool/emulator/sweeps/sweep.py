@@ -48,6 +48,7 @@ from trainpool.emulator.records.resources import now
 from trainpool.emulator.sweeps.stopping import EarlyStopping
 from trainpool.emulator.sweeps.study_fields import notes
 from trainpool.emulator.sweeps.suggestions import Params, Search
+from trainpool.emulator.sweeps.trial_args import integer_valued, trial_spec
 from trainpool.emulator.sweeps.trial_rules import (
     measurement,
     stopping_rule,
@@ -75,23 +76,6 @@ def study_spec_rest(study_spec: study_types.StudySpec) -> dict[str, Any]:
     )
 
 
-def format_value(value: Any) -> str:
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def trial_spec(spec: dict[str, Any], params: Params) -> dict[str, Any]:
-    """The trial's CustomJobSpec: ``--name=value`` appended to every pool's args."""
-    extra = [f"--{name}={format_value(value)}" for name, value in params.items()]
-    pools = []
-    for pool in spec["workerPoolSpecs"]:
-        pool = dict(pool)
-        for key in ("containerSpec", "pythonPackageSpec"):
-            if key in pool:
-                pool[key] = {**pool[key], "args": [*pool[key].get("args", []), *extra]}
-        pools.append(pool)
-    return {**spec, "workerPoolSpecs": pools}
-
-
 class TuningRun:
     """The state of one running sweep; the job record is updated from one thread only."""
 
@@ -108,6 +92,7 @@ class TuningRun:
         self.goal = study["metrics"][0].get("goal", "MAXIMIZE")
         self.selection = study.get("measurementSelectionType", "LAST_MEASUREMENT")
         self.search = Search(study, seed=int(name.rsplit("/", 1)[-1]))
+        self.integral = integer_valued(study["parameters"])
         self.max_trials = job.max_trial_count
         self.parallel = max(1, job.parallel_trial_count)
         self.max_failed = job.max_failed_trial_count
@@ -180,7 +165,7 @@ class TuningRun:
         try:
             self.runner.set_state(job_name, JobState.JOB_STATE_PENDING)
             outcome = run_spec(
-                trial_spec(self.spec, params),
+                trial_spec(self.spec, params, self.integral),
                 self.runner.context(self.name, trial_id),
                 controls,
                 on_started=lambda replicas: self.runner.record_groups(self.name, replicas),
@@ -194,9 +179,10 @@ class TuningRun:
 
     def _add_trial(self, trial_id: str, params: Params) -> tuple[str, Controls]:
         """Store the trial and its CustomJob (QUEUED, reachable by cancel and preempt)."""
+        spec = trial_spec(self.spec, params, self.integral)
         record = cj.CustomJob(
             display_name=f"{self.display_name}-trial-{trial_id}",
-            job_spec=cj.CustomJobSpec.from_json(json.dumps(trial_spec(self.spec, params))),
+            job_spec=cj.CustomJobSpec.from_json(json.dumps(spec)),
             labels={SWEEP_LABEL: self.job_id, TRIAL_LABEL: trial_id},
         )
         job_name = self.runner.create(CUSTOM_JOBS, self.parent, record).name

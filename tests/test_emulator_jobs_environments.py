@@ -1,0 +1,137 @@
+"""Prebuilt training images as local environments (emulator/jobs/environments.py).
+
+What each image ships: the "Prebuilt containers for custom training" page
+(https://cloud.google.com/vertex-ai/docs/training/pre-built-containers), in the catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.environments import share_environments
+from fixtures.jobs import wait_job
+from google.cloud.aiplatform_v1.types.job_state import JobState
+
+import trainpool.emulator as emulator
+from trainpool.catalog import PrebuiltImage, prebuilt_image, prebuilt_images
+from trainpool.emulator.jobs import environments
+from trainpool.emulator.jobs.pip_versions import Choice
+from trainpool.home import Home
+from trainpool.vertex.clients import job_client
+
+XGBOOST = "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-1:latest"
+
+
+def image(uri: str) -> PrebuiltImage:
+    found = prebuilt_image(uri)
+    assert found is not None
+    return found
+
+
+def test_every_pytorch_image_gets_the_cpu_torch_of_this_machine() -> None:
+    pytorch = [i for i in prebuilt_images().values() if i.framework == "pytorch"]
+    assert pytorch and all(environments.requested(i)["torch"] == "2.13.0" for i in pytorch)
+    assert all(environments.requested(i)["torch"] == "2.13.0" for i in pytorch)
+    with_pandas = image("us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest")
+    assert environments.requested(with_pandas) == {
+        "pandas": "2.2.3",
+        "scikit-learn": "1.6.1",
+        "torch": "2.13.0",
+    }
+
+
+def test_tensorflow_is_the_cpu_build_of_the_images_series() -> None:
+    gpu = image("us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest")
+    assert environments.requested(gpu) == {"tensorflow-cpu": "2.17.*"}
+    assert environments.key(gpu) == "tensorflow-2.17"
+
+
+def test_xgboost_image_asks_for_the_documented_versions() -> None:
+    assert environments.requested(image(XGBOOST)) == {
+        "numpy": "1.18.5",
+        "pandas": "1.0.4",
+        "scipy": "1.4.1",
+        "scikit-learn": "0.23.1",
+        "xgboost": "1.1.1",
+    }
+
+
+def test_the_job_log_says_what_was_asked_and_what_installed() -> None:
+    choices = [
+        Choice("numpy", "1.18.5", "1.23.5"),
+        Choice("xgboost", "1.1.1", "1.1.1"),
+        Choice("torch", "2.13.0", "2.13.0"),
+    ]
+    lines = environments.describe(image(XGBOOST), choices)
+    assert lines[0].startswith("  numpy 1.23.5 (Vertex has 1.18.5, which has no build for Python")
+    assert lines[1] == "  xgboost 1.1.1 (as on Vertex: 1.1.1)"
+    assert lines[2].startswith("  torch 2.13.0 (the image has PyTorch 1.1; every PyTorch image")
+
+
+def test_two_jobs_at_once_build_an_environment_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds: list[str] = []
+
+    def build(folder: Path, built_for: PrebuiltImage) -> None:
+        builds.append(built_for.uri)
+        time.sleep(0.3)  # both callers are waiting on the lock meanwhile
+        (folder / "venv/bin").mkdir(parents=True)
+        meta = {"site": "s", "python": "3.11", "notes": ["  xgboost 1.1.1"]}
+        (folder / environments.BUILT).write_text(json.dumps(meta))
+
+    monkeypatch.setattr(environments, "_build", build)
+    home = Home(tmp_path)
+    notes: list[list[str]] = [[], []]
+    threads = [
+        threading.Thread(target=environments.ensure, args=(home, image(XGBOOST), notes[i].append))
+        for i in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert builds == [XGBOOST]
+    assert sum("building the environment" in line for n in notes for line in n) == 1
+    assert all(n[-1] == "  xgboost 1.1.1" for n in notes)
+
+
+@pytest.fixture
+def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with emulator.start(share_environments(tmp_path / "root")) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        yield job_client("us-central1")
+
+
+@pytest.mark.timeout(180)
+def test_a_failed_build_fails_the_job_with_pips_words(
+    client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(environments, "key", lambda _: "broken-0")
+    monkeypatch.setattr(
+        environments, "requested", lambda _: {"trainpool-no-such-package-h21": "1.0"}
+    )
+    container = {"image_uri": XGBOOST, "command": ["python", "-c", "print(1)"]}
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": container,
+    }
+    created = client.create_custom_job(
+        parent="projects/demo/locations/us-central1",
+        custom_job={"display_name": "broken", "job_spec": {"worker_pool_specs": [pool]}},
+    )
+    done = wait_job(client.get_custom_job, created.name, 170)
+    assert done.state == JobState.JOB_STATE_FAILED
+    message = done.error.message
+    assert message.startswith(
+        f"workerPoolSpecs[0].containerSpec.imageUri: {XGBOOST!r}: the local environment of xgboost"
+    )
+    assert "no version of trainpool-no-such-package-h21 installs here" in message
+    assert "No matching distribution found for trainpool-no-such-package-h21" in message

@@ -1,0 +1,112 @@
+"""``pythonPackageSpec`` packages installed with their dependencies, as Vertex's launcher does
+(``pip3 install --user PKG`` after the ``--no-deps`` one; a real job log is quoted in
+emulator/jobs/packages.py). The SDK's ``CustomTrainingJob(requirements=[...])`` puts the
+requirements in the ``install_requires`` of the package it builds
+(``google.cloud.aiplatform.utils.source_utils``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.environments import share_environments
+from fixtures.jobs import wait_job
+from google.cloud import aiplatform
+from google.cloud.aiplatform import initializer, training_jobs
+from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
+from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
+    PipelineServiceGrpcTransport,
+)
+from google.cloud.aiplatform_v1.types.job_state import JobState
+
+import trainpool.emulator as emulator
+from trainpool.vertex.clients import job_client, point_sdk_at_emulator
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
+XGBOOST = "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-1:latest"
+SCRIPT = """
+import sys
+import humanize, xgboost
+print("humanize says", humanize.intcomma(1234567), "with xgboost", xgboost.__version__)
+"""
+
+
+@pytest.fixture
+def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for transport in (JobServiceGrpcTransport, PipelineServiceGrpcTransport):
+        monkeypatch.setattr(transport, "create_channel", transport.__dict__["create_channel"])
+    for setting in ("_api_transport", "_api_endpoint", "_credentials"):
+        monkeypatch.setattr(initializer.global_config, setting, None)
+    monkeypatch.setattr(training_jobs, "_JOB_WAIT_TIME", 0.5)
+    with emulator.start(share_environments(tmp_path / "root"), storage=True) as running:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", running.storage_address)
+        (tmp_path / "root/gcs/bkt").mkdir(parents=True)
+        point_sdk_at_emulator()
+        yield running
+
+
+def test_sdk_requirements_are_installed_with_the_package(emu: Any, tmp_path: Path) -> None:
+    script = tmp_path / "task.py"
+    script.write_text(SCRIPT)
+    job = aiplatform.CustomTrainingJob(
+        display_name="requirements",
+        script_path=str(script),
+        container_uri=XGBOOST,
+        requirements=["humanize"],
+        project="demo",
+        location="us-central1",
+        staging_bucket="gs://bkt/staging",
+    )
+    job.run(replica_count=1, machine_type="n1-standard-4", base_output_dir="gs://bkt/out")
+    assert job.state.name == "PIPELINE_STATE_SUCCEEDED"
+    backing = job.gca_resource.training_task_metadata["backingCustomJob"]
+    job_dir = Path(emu.root) / "jobs" / backing.rsplit("/", 1)[1]
+    log = (job_dir / "workerpool0-0.log").read_text()
+    assert "humanize says 1,234,567 with xgboost 1.1.1" in log
+    assert "with their dependencies into" in (job_dir / "job.log").read_text()
+
+
+def test_a_requirement_pip_cannot_install_fails_the_job_naming_it(emu: Any, tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "trainer").mkdir(parents=True)
+    (package / "trainer/__init__.py").write_text("")
+    (package / "trainer/task.py").write_text("print('never')\n")
+    (package / "setup.py").write_text(
+        "from setuptools import setup, find_packages\n"
+        "setup(name='trainer', version='0.1', packages=find_packages(),\n"
+        "      install_requires=['tensorflow==2.8.0'])\n"  # no build for this Python
+    )
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(Path(emu.root) / "gcs/bkt")],
+        cwd=package,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": ""},
+    )
+    spec = {
+        "executor_image_uri": XGBOOST,
+        "package_uris": ["gs://bkt/trainer-0.1.tar.gz"],
+        "python_module": "trainer.task",
+    }
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "python_package_spec": spec,
+    }
+    client = job_client("us-central1")
+    created = client.create_custom_job(
+        parent="projects/demo/locations/us-central1",
+        custom_job={"display_name": "pins", "job_spec": {"worker_pool_specs": [pool]}},
+    )
+    done = wait_job(client.get_custom_job, created.name, 250)
+    assert done.state == JobState.JOB_STATE_FAILED
+    message = done.error.message
+    assert message.startswith("pythonPackageSpec.packageUris: pip could not install [")
+    assert "with their dependencies" in message
+    assert "tensorflow==2.8.0" in message

@@ -1,0 +1,86 @@
+"""Who may use the Cloud Storage door: whoever proves the root's secret, so its owner only.
+
+The door is a loopback port (the clients speak HTTP, not a Unix socket), which every local
+user can connect to. Each emulator start makes a random secret and keeps it only where
+its owner can read it: ``<root>/emulator.lock`` (the address, mode 0600) and
+``<root>/storage.token`` (the secret alone, mode 0600), in the 0700 root. A request
+proves it one of two ways:
+
+- **a path prefix**: ``http://127.0.0.1:PORT/<secret>/storage/v1/...``. google-cloud-storage
+  keeps the path of ``STORAGE_EMULATOR_HOST`` for every URL it makes (JSON API, uploads,
+  downloads: ``google/cloud/storage/blob.py``'s ``_DOWNLOAD_URL_TEMPLATE`` and
+  ``_BASE_UPLOAD_TEMPLATE`` start with ``{hostname}``, the API base URL), so
+  ``STORAGE_EMULATOR_HOST=http://127.0.0.1:PORT/<secret>`` is all it needs;
+- **a bearer token**: ``Authorization: Bearer <secret>``. gcloud drops a path prefix for
+  uploads (apitools sets the absolute ``/upload/storage/v1/...`` and
+  ``/resumable/upload/storage/v1/...`` paths, ``apitools/base/py/transfer.py``
+  ``Upload.ConfigureRequest``), but with ``auth/access_token_file`` it sends the file's
+  token on every request (``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=<root>/storage.token``).
+
+A request with neither is answered 403 before its body is read or anything is touched.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+SECRET_BYTES = 24
+
+
+def new_secret() -> str:
+    """A fresh random secret of 192 bits, in hex (a path segment, never taken for an option)."""
+    return secrets.token_hex(SECRET_BYTES)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` with mode 0600 from the first byte (never readable by others)."""
+    staged = path.with_name(f".{path.name}.{os.getpid()}")
+    staged.unlink(missing_ok=True)
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(staged, path)
+
+
+@dataclass(frozen=True)
+class DoorKey:
+    """The secret of one door and where it listens (``base``: ``http://127.0.0.1:PORT``)."""
+
+    base: str
+    secret: str
+    token_file: Path
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT/<secret>``: what ``STORAGE_EMULATOR_HOST`` is set to."""
+        return f"{self.base}/{self.secret}"
+
+    def admit(self, path: str, authorization: str | None) -> str | None:
+        """The request's path without the secret when the request proves it, else None."""
+        head, sep, rest = path[1:].partition("/")
+        if path.startswith("/") and hmac.compare_digest(head.encode(), self.secret.encode()):
+            return "/" + rest if sep else "/"
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(
+            token.strip().encode(), self.secret.encode()
+        ):
+            return path
+        return None
+
+    def client_env(self) -> dict[str, str]:
+        """The environment that points google-cloud-storage and gcloud at this door.
+
+        ``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE`` makes gcloud send the secret as its token (so
+        ``auth/disable_credentials`` must stay unset); a project still has to be given
+        (``CLOUDSDK_CORE_PROJECT``, ``GOOGLE_CLOUD_PROJECT``) by whoever knows it.
+        """
+        return {
+            "STORAGE_EMULATOR_HOST": self.url,
+            "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": f"{self.base}/",
+            "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": str(self.token_file),
+        }

@@ -1,0 +1,207 @@
+"""Local stand-ins for Vertex's prebuilt training containers: a virtualenv with the framework.
+
+A replica that names a prebuilt training image (``pythonPackageSpec.executorImageUri`` or
+``containerSpec.imageUri``; the list is ``trainpool.catalog.prebuilt``) runs in a
+virtualenv with that image's framework, built once per (framework, version) from the
+package index and kept in ``Home.environments``:
+
+- the framework at the image's version, and the packages the docs say the image ships
+  at theirs (``data/prebuilt_packages.csv``), each the exact version where a build of it
+  installs on this machine's Python, else the nearest one that does
+  (:mod:`.pip_versions`);
+- TensorFlow as ``tensorflow-cpu``; PyTorch always as ``torch==2.13.0``, the CPU build
+  this machine's package configuration provides (any other torch version pulls the CUDA
+  libraries, gigabytes);
+- ``cloudml-hypertune`` and ``google-cloud-storage``, which every image lists (the page's
+  "Included dependencies"), at their newest versions (the storage door speaks to current
+  clients);
+- nothing of the emulator's own packages (trainpool, kfp, ...): a container does not
+  have them. The virtualenv's Python is this machine's, not the image's; the job log says
+  which versions were asked and which installed.
+
+Builds of one environment are serialised by a lock file (two jobs at once build once); a
+failed build fails the job with pip's error and leaves nothing that counts as built
+(``environment.json`` is written last).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainpool.catalog import PrebuiltImage, included_packages
+from trainpool.emulator.jobs import pip_versions
+from trainpool.errors import InputError, Problem
+from trainpool.home import Home
+
+FRAMEWORK_PACKAGES = {
+    "tensorflow": "tensorflow-cpu",
+    "pytorch": "torch",
+    "xgboost": "xgboost",
+    "scikit-learn": "scikit-learn",
+    "ray": "ray",
+}
+TORCH = "2.13.0"
+"""The one torch version installed: the CPU build on this machine (``/opt/wheels``)."""
+ALWAYS = ("cloudml-hypertune", "google-cloud-storage")
+BUILD_TOOLS = ("wheel",)
+"""So ``pip install`` of a trainer's sdist builds with the environment's setuptools,
+without downloading a build environment each time (:mod:`.packages`)."""
+BUILT = "environment.json"
+
+
+class BuildFailed(InputError):
+    """The environment of a prebuilt image could not be built; the message says what pip said."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A built environment: its ``python``, its ``site`` directory, and the lines that say
+    what it holds against what the image holds (``notes``)."""
+
+    python: Path
+    site: Path
+    notes: list[str]
+
+
+def key(image: PrebuiltImage) -> str:
+    """The cache key: ``<framework>-<version>`` (``xgboost-1.1``)."""
+    return f"{image.framework}-{image.version}"
+
+
+def requested(image: PrebuiltImage) -> dict[str, str]:
+    """Package -> version asked (``1.1.1``, or a series ``2.8.*``) for ``image``'s environment."""
+    asked = {p.package: p.version for p in included_packages(image.framework, image.version)}
+    package = FRAMEWORK_PACKAGES[image.framework]
+    if package not in asked:
+        asked[package] = f"{image.version}.*"
+    if image.framework == "pytorch":
+        asked["torch"] = TORCH
+    return asked
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure(
+    home: Home, image: PrebuiltImage, note: Callable[[str], None], field: str = "imageUri"
+) -> Environment:
+    """The environment of ``image``, built first if there is none; its notes go to ``note``.
+    :class:`BuildFailed` names ``field`` (where the job named the image) when it cannot be."""
+    root = home.environments.resolve()
+    folder = root / key(image)
+    with _locked(root / f".{key(image)}.lock"):
+        if not (folder / BUILT).is_file():
+            note(f"building the environment of {image.framework} {image.version} in {folder}")
+            try:
+                _build(folder, image)
+            except BuildFailed as err:
+                raise BuildFailed([Problem(field, str(err))]) from err
+    meta = json.loads((folder / BUILT).read_text())
+    notes = [
+        f"{image.uri} ({image.framework} {image.version}, Python {image.python or '?'} on "
+        f"Vertex) runs in {folder} (Python {meta['python']}):",
+        *meta["notes"],
+    ]
+    for line in notes:
+        note(line)
+    return Environment(folder / "venv" / "bin" / "python", Path(meta["site"]), notes)
+
+
+def _pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-m", "pip", *args, "--disable-pip-version-check", "--no-input"],
+        capture_output=True,
+        text=True,
+    )
+
+
+def _fail(image: PrebuiltImage, what: str, detail: str) -> BuildFailed:
+    message = (
+        f"{image.uri!r}: the local environment of {image.framework} {image.version} could "
+        f"not be built: {what}: {detail.strip()[-3000:]}"
+    )
+    return BuildFailed([Problem("", message)])
+
+
+def _build(folder: Path, image: PrebuiltImage) -> None:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    venv = folder / "venv"
+    made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
+    if made.returncode != 0:
+        raise _fail(image, "python -m venv failed", made.stderr)
+    python = venv / "bin" / "python"
+    choices: list[pip_versions.Choice] = []
+    for package, version in requested(image).items():
+        if package == "torch":
+            choices.append(pip_versions.Choice(package, version, version))
+            continue
+        try:
+            choices.append(pip_versions.choose(python, package, version))
+        except pip_versions.NoBuild as err:
+            raise _fail(image, f"no version of {package} installs here", str(err)) from err
+    pins = [f"{c.package}=={c.installed}" for c in choices]
+    done = _pip(python, "install", "--quiet", *pins, *ALWAYS, *BUILD_TOOLS)
+    if done.returncode != 0:
+        raise _fail(image, f"pip install {' '.join(pins + list(ALWAYS))}", done.stderr)
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    meta = {
+        "image": image.uri,
+        "framework": image.framework,
+        "version": image.version,
+        "site": site,
+        "python": platform.python_version(),
+        "installed": {c.package: c.installed for c in choices},
+        "notes": describe(image, choices),
+    }
+    tmp = folder / f".{BUILT}"
+    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    tmp.replace(folder / BUILT)
+
+
+def describe(image: PrebuiltImage, choices: list[pip_versions.Choice]) -> list[str]:
+    """The job log's lines: which versions the image has and which this environment has
+    (``image``: the one it was built for; the lines hold for every image of its key)."""
+    here = platform.python_version()
+    lines = []
+    for choice in choices:
+        asked = choice.requested.removesuffix(".*")
+        if choice.package == "torch":
+            lines.append(
+                f"  torch {choice.installed} (the image has PyTorch {image.version}; every "
+                "PyTorch image runs with torch 2.13.0 here, the CPU build this machine has)"
+            )
+        elif choice.exact:
+            lines.append(f"  {choice.package} {choice.installed} (as on Vertex: {asked})")
+        else:
+            lines.append(
+                f"  {choice.package} {choice.installed} (Vertex has {asked}, which has no build "
+                f"for Python {here} here; the nearest that installs)"
+            )
+    if image.accelerator != "cpu" and image.framework == "tensorflow":
+        lines.append("  tensorflow-cpu stands in for the image's GPU build")
+    lines.append(f"  {', '.join(ALWAYS)}: newest (every prebuilt image ships them)")
+    return lines

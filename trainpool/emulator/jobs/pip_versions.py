@@ -1,0 +1,94 @@
+"""Which version of a package installs here: the one asked for, else the nearest one that does.
+
+A prebuilt image's packages were built for its Python (3.7 or 3.10 mostly); this machine's
+Python may have no build of that exact version (numpy 1.18.5 has no wheel for Python
+3.11). pip is asked, as it would install it (``--dry-run --only-binary=:all:`` against the
+configured package index), and when the exact version has no build it lists the versions
+that have one; the nearest is chosen by :func:`nearest`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+_FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
+
+
+class NoBuild(Exception):
+    """pip found no build of the package for this Python, or could not be asked."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The version to install of ``package``: ``installed``, asked as ``requested``."""
+
+    package: str
+    requested: str
+    installed: str
+
+    @property
+    def exact(self) -> bool:
+        return _matches(self.installed, self.requested)
+
+
+def _matches(version: str, requested: str) -> bool:
+    if requested.endswith(".*"):
+        return version == requested[:-2] or version.startswith(requested[:-1])
+    try:
+        return Version(version) == Version(requested)
+    except InvalidVersion:
+        return version == requested
+
+
+def _dry_run(python: Path, requirement: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps"]
+        + ["--only-binary=:all:", "--quiet", "--report", "-", "--disable-pip-version-check"]
+        + ["--no-input", requirement],
+        capture_output=True,
+        text=True,
+    )
+
+
+def nearest(requested: str, versions: list[str]) -> str | None:
+    """The version of ``versions`` nearest ``requested`` (``1.18.5`` or a series ``2.8.*``):
+    the first release series above it, newest patch of that series; when there is none
+    above, the newest below. Pre-releases are never chosen."""
+    releases = []
+    for text in versions:
+        try:
+            version = Version(text)
+        except InvalidVersion:
+            continue
+        if not version.is_prerelease and not version.is_devrelease:
+            releases.append(version)
+    if not releases:
+        return None
+    wanted = Version(requested.removesuffix(".*"))
+    above = sorted(v for v in releases if v > wanted)
+    if not above:
+        return str(max(releases))
+    series = above[0].release[:2]
+    return str(max(v for v in above if v.release[:2] == series))
+
+
+def choose(python: Path, package: str, requested: str) -> Choice:
+    """The version of ``package`` to install with ``python``'s pip: ``requested`` (a version,
+    or a series ``2.8.*``) when a build of it installs here, else the nearest that does.
+    Raises :class:`NoBuild` (pip's words) when none does."""
+    done = _dry_run(python, f"{package}=={requested}")
+    if done.returncode == 0:
+        report = json.loads(done.stdout)
+        return Choice(package, requested, report["install"][0]["metadata"]["version"])
+    listed = _FROM_VERSIONS.search(done.stderr)
+    versions = [] if listed is None else [v.strip() for v in listed.group(1).split(",")]
+    chosen = nearest(requested, [v for v in versions if v and v != "none"])
+    if chosen is None:
+        raise NoBuild(f"pip finds no build of {package} for this Python: {done.stderr.strip()}")
+    return Choice(package, requested, chosen)
