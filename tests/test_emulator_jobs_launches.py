@@ -65,7 +65,12 @@ def test_a_replica_sees_none_of_the_emulators_environment(client: Any, tmp_path:
     done = run(client, command([sys.executable, "-c", DUMP, str(dump)], {"A": "1"}))
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
     env = json.loads(dump.read_text())
-    assert not set(SENTINELS) & set(env), sorted(set(SENTINELS) & set(env))
+    leaked = sorted(name for name, value in SENTINELS.items() if env.get(name) == value)
+    assert not leaked, leaked
+    # gcloud in a replica works in the job's project, as on Vertex (its metadata server's
+    # project), never in the one the emulator's own shell had
+    assert env.get("CLOUDSDK_CORE_PROJECT", "demo") == "demo"
+    assert not (set(SENTINELS) - {"CLOUDSDK_CORE_PROJECT"}) & set(env)
     job_id = done.name.rsplit("/", 1)[-1]
     assert env["HOME"] == str(tmp_path.resolve() / "root" / "jobs" / job_id / "home/workerpool0-0")
     assert env["A"] == "1" and env["LANG"] == "C.UTF-8"

@@ -82,8 +82,13 @@ def test_unpack_refuses_too_many_files(
 
 
 def test_an_archive_within_the_bounds_unpacks(store: Path, tmp_path: Path) -> None:
-    storage.write(URI, archive(member("trainer/task.py", 3), data=b"x=1"))
-    sources.unpack(URI, tmp_path / "dest")
+    data = archive(member("trainer/task.py", 3), data=b"x=1")
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        digest = sources.archive_digest(tar)
+    assert digest is not None
+    named = URI.replace("1" * 64, digest)  # the name says what the files hash to
+    storage.write(named, data)
+    sources.unpack(named, tmp_path / "dest")
     assert (tmp_path / "dest" / "trainer" / "task.py").read_text() == "x=1"
 
 

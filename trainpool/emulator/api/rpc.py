@@ -25,7 +25,7 @@ import grpc
 from trainpool.emulator.api.proto_checks import check_request
 from trainpool.errors import InputError
 
-LOG = logging.getLogger("trainpool.emulator")
+LOG = logging.getLogger("trainpool.emulator.rpc")  # its own: open_log stops it propagating
 
 
 class RpcError(Exception):
