@@ -89,6 +89,13 @@ class Clock:
             )
         return self.advance(when - current)
 
+    def reach(self, when: datetime) -> datetime:
+        """Move the clock forward to ``when`` if it is not there yet (real time may just
+        have passed it); the clock's time."""
+        with self._lock:
+            ahead = when - self.now()
+        return self.advance(ahead) if ahead > timedelta(0) else self.now()
+
     def on_advance(self, listener: Callable[[datetime], None]) -> None:
         """Call ``listener(new time)`` after every advance (in the advancing thread)."""
         self._listeners.append(listener)

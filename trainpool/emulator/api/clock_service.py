@@ -93,9 +93,10 @@ def advance(
         raise InputError.of(
             "by", f"{request.by}; accepted: a duration of 0 or more (the clock never goes back)"
         )
+    if target == "to" and request.to < state.clock.now():
+        state.clock.advance_to(request.to)  # refused: InputError naming the field
     firer = firer_of(state, runner)
-    when = state.clock.now() + request.by if target == "by" else request.to
-    fired = firer.advance_to(when)
+    fired = firer.advance_by(request.by) if target == "by" else firer.advance_to(request.to)
     idle = True
     if request.wait_for_runs:
         wait_s = request.wait_timeout.total_seconds() or DEFAULT_WAIT_S

@@ -5,14 +5,14 @@ A schedule is stored whole, with the ``CreatePipelineJobRequest`` it embeds, and
 the emulator's firer (:mod:`trainpool.emulator.schedules.firer`) on the emulator's clock:
 each run is a PipelineJob with ``schedule_name`` set. The rules (when runs come due, what
 an update may change, which state allows pause and resume) are Vertex's, written once in
-:mod:`trainpool.emulator.schedules.rules` with their sources
+:mod:`trainpool.emulator.schedules.rules` and :mod:`~trainpool.emulator.schedules.changes`
+with their sources
 (https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.schedules).
 Every change holds the firer's lock, so a pass never sees half of one.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import grpc
@@ -26,7 +26,7 @@ from trainpool.emulator.api.rpc import precondition, service
 from trainpool.emulator.jobs.runner import Runner
 from trainpool.emulator.records import operations
 from trainpool.emulator.records.kinds import SCHEDULES
-from trainpool.emulator.schedules import rules
+from trainpool.emulator.schedules import changes, rules
 from trainpool.emulator.schedules.firer import Firer, firer_of
 from trainpool.emulator.schedules.ledger import stamp
 from trainpool.emulator.state import EmulatorState
@@ -58,13 +58,6 @@ def check_template(schedule: Any, parent: str) -> None:
         )
 
 
-def _next_run(schedule: Any, when: datetime | None) -> None:
-    if when is None:
-        del schedule.next_run_time
-    else:
-        schedule.next_run_time = when
-
-
 class ScheduleService:
     def __init__(self, state: EmulatorState, firer: Firer) -> None:
         self.state = state
@@ -80,10 +73,10 @@ class ScheduleService:
         requests.check_display_name(schedule.display_name, "schedule.display_name")
         if not schedule.cron:
             raise InputError.of("schedule.cron", "missing; accepted: a cron such as '0 3 * * *'")
-        rules.check_cron(schedule.cron)
-        rules.check_limits(schedule)
+        changes.check_cron(schedule.cron)
+        changes.check_limits(schedule)
         check_template(schedule, request.parent)
-        for field in rules.OUTPUT_ONLY[1:]:  # the output-only fields a client sent: ignored
+        for field in changes.OUTPUT_ONLY[1:]:  # the output-only fields a client sent: ignored
             sc.Schedule.pb(schedule).ClearField(field)
         with self.firer.lock:
             stamped = self.state.clock.now()
@@ -94,7 +87,7 @@ class ScheduleService:
             schedule.create_time = schedule.update_time = stamped
             if not schedule.start_time:
                 schedule.start_time = stamped
-            _next_run(schedule, rules.first_run_time(schedule, stamped))
+            rules.set_next_run(schedule, rules.first_run_time(schedule, stamped))
             created = self.records.insert(SCHEDULES, request.parent, schedule)
             when = rules.next_run(schedule)
             self.firer.note(
@@ -110,7 +103,7 @@ class ScheduleService:
     def pause(self, request: ss.PauseScheduleRequest) -> empty_pb2.Empty:
         with self.firer.lock:
             found = self.get(request.name)
-            if refusal := rules.pause_refusal(found):
+            if refusal := changes.pause_refusal(found):
                 raise precondition(refusal)
             paused = self.state.clock.now()
 
@@ -125,7 +118,7 @@ class ScheduleService:
     def resume(self, request: ss.ResumeScheduleRequest) -> empty_pb2.Empty:
         with self.firer.lock:
             found = self.get(request.name)
-            if refusal := rules.resume_refusal(found):
+            if refusal := changes.resume_refusal(found):
                 raise precondition(refusal)
             resumed = self.state.clock.now()
             missed, left_out = rules.missed_runs(found, resumed)
@@ -142,7 +135,7 @@ class ScheduleService:
                 schedule.state = State.ACTIVE
                 schedule.last_resume_time = resumed
                 schedule.catch_up = request.catch_up
-                _next_run(schedule, rules.run_after(schedule, resumed))
+                rules.set_next_run(schedule, rules.run_after(schedule, resumed))
 
             self.records.update(SCHEDULES, found.name, change)
             self.firer.note(found.name, f"RESUMED (catch_up={request.catch_up}): {done}")
@@ -153,17 +146,17 @@ class ScheduleService:
         paths = list(request.update_mask.paths)
         if not paths:
             raise InputError.of(
-                "update_mask", f"empty; accepted: some of {', '.join(rules.UPDATABLE)}"
+                "update_mask", f"empty; accepted: some of {', '.join(changes.UPDATABLE)}"
             )
         with self.firer.lock:
             found = self.get(request.schedule.name)
-            if refusal := rules.update_refusal(found):
+            if refusal := changes.update_refusal(found):
                 raise precondition(refusal)
-            applied = rules.apply_update(found, request.schedule, paths)
+            applied = changes.apply_update(found, request.schedule, paths)
             if "create_pipeline_job_request" in applied:
                 check_template(found, found.name.rsplit("/", 2)[0])
             updated = self.state.clock.now()
-            _next_run(found, rules.run_after(found, updated))
+            rules.set_next_run(found, rules.run_after(found, updated))
             dropped = self.firer.ledger.clear(found.name)
             self.records.update(
                 SCHEDULES,

@@ -211,17 +211,25 @@ class Records:
         )
 
     def count(
-        self, kind: Kind, parent: str, *, filter: str = "", not_states: Iterable[int] = ()
+        self,
+        kind: Kind,
+        parent: str | None,
+        *,
+        filter: str = "",
+        not_states: Iterable[int] = (),
     ) -> int:
-        """How many of ``kind`` under ``parent`` match ``filter`` with a state not in
-        ``not_states`` (a schedule's active runs), counted in SQL."""
+        """How many of ``kind`` under ``parent`` (None: any) match ``filter`` with a state
+        not in ``not_states`` (a schedule's active runs), counted in SQL."""
         where, params = self._where(kind, filter)
+        if parent is not None:
+            where += " AND resources.parent = ?"
+            params.append(parent)
         values = [int(v) for v in not_states]
         if values:
             where += f" AND resources.state NOT IN ({','.join('?' * len(values))})"
         rows = self.db.execute(
-            f"SELECT COUNT(*) AS n FROM resources WHERE kind = ? AND parent = ?{where}",
-            [kind.collection, parent, *params, *values],
+            f"SELECT COUNT(*) AS n FROM resources WHERE kind = ?{where}",
+            [kind.collection, *params, *values],
         )
         return int(rows[0]["n"])
 

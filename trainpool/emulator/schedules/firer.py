@@ -25,11 +25,11 @@ starts (the log says how many), as if the schedule had been paused without ``cat
 
 from __future__ import annotations
 
-import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from google.cloud.aiplatform_v1.types import schedule as sc
@@ -57,16 +57,6 @@ class Fired:
 
     events: list[str] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
-
-
-def job_id_for(schedule: Any, run_time: datetime) -> str:
-    """A scheduled run's PipelineJob id: its pipeline's name and its fire time, as the SDK
-    names runs (``<pipeline>-<YYYYMMDDHHMMSS>``), then the schedule's id. How Vertex names
-    them is not published."""
-    template = schedule.create_pipeline_job_request.pipeline_job
-    name = str(dict(template.pipeline_spec).get("pipelineInfo", {}).get("name", "")) or "run"
-    slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:80] or "run"
-    return f"{slug}-{run_time:%Y%m%d%H%M%S}-{schedule.name.rsplit('/', 1)[-1]}"
 
 
 class Firer:
@@ -134,24 +124,36 @@ class Firer:
 
     def advance_to(self, target: datetime) -> Fired:
         """Move the clock to ``target`` through every fire time before it, with a pass at
-        each (InputError for a time in the clock's past); what the passes did."""
+        each (a ``target`` already passed moves nothing); what the passes did."""
+        return self._advance(lambda: target, lambda: self.clock.reach(target))
+
+    def advance_by(self, by: timedelta) -> Fired:
+        """Move the clock forward by exactly ``by`` (its offset grows by ``by``) through
+        every fire time on the way, with a pass at each; what the passes did."""
+        end = self.clock.offset_s + by.total_seconds()
+
+        def target() -> datetime:
+            return self.clock.now() + timedelta(seconds=end - self.clock.offset_s)
+
+        def finish() -> None:
+            self.clock.advance(timedelta(seconds=max(0.0, end - self.clock.offset_s)))
+
+        return self._advance(target, finish)
+
+    def _advance(self, target: Callable[[], datetime], finish: Callable[[], object]) -> Fired:
         fired = Fired()
         with self.lock:
-            if target < self.clock.now():
-                self.clock.advance_to(target)  # refused, naming the field
             while True:
                 due = self.next_due()
-                if due is None or due > target:
+                if due is None or due > target():
                     break
-                if due > self.clock.now():
-                    self.clock.advance_to(due)
+                self.clock.reach(due)
                 step = self.tick()
                 fired.events += step.events
                 fired.started += step.started
                 if (after := self.next_due()) is not None and after <= due:
                     break  # nothing moved (cannot happen: each pass moves next_run_time)
-            if target > self.clock.now():
-                self.clock.advance_to(target)
+            finish()
             step = self.tick()
             fired.events += step.events
             fired.started += step.started
@@ -167,10 +169,12 @@ class Firer:
         )
 
     def idle(self) -> bool:
-        """True when no schedule has a queued run or a run that has not ended."""
+        """True when no run is queued and every run a schedule started (deleted ones' too)
+        has ended."""
         if self.ledger.queued_schedules():
             return False
-        return all(self.active_runs(name) == 0 for name in self.records.names(SCHEDULES))
+        scheduled = 'schedule_name!=""'
+        return self.records.count(PIPELINE_JOBS, None, filter=scheduled, not_states=TERMINAL) == 0
 
     def wait_idle(self, timeout_s: float) -> bool:
         """Wait until :meth:`idle` (runs ended, nothing queued); False after ``timeout_s``."""
@@ -211,11 +215,7 @@ class Firer:
                     self._respond(schedule, due, f"queued: {busy}", fired)
                 else:
                     self._respond(schedule, due, f"skipped: {busy}", fired)
-                following = rules.run_after(schedule, due)
-                if following is None:
-                    del schedule.next_run_time
-                else:
-                    schedule.next_run_time = following
+                rules.set_next_run(schedule, rules.run_after(schedule, due))
             reason = rules.completion_reason(schedule, now)
             if reason is not None:
                 self._complete(schedule, reason, fired)
@@ -224,16 +224,7 @@ class Firer:
     def _start(self, schedule: Any, run_time: datetime, fired: Fired) -> bool:
         """Create the run's PipelineJob from the schedule's request template; False (and the
         error in ``last_scheduled_run_response``) when the request is refused."""
-        template = schedule.create_pipeline_job_request
-        request = type(template)(
-            parent=template.parent or parent_of(schedule.name),
-            pipeline_job=type(template.pipeline_job).deserialize(
-                type(template.pipeline_job).serialize(template.pipeline_job)
-            ),
-            pipeline_job_id=job_id_for(schedule, run_time),
-        )
-        if not request.pipeline_job.display_name:
-            request.pipeline_job.display_name = schedule.display_name
+        request = rules.run_request(schedule, run_time)
         try:
             job = jobs.create(self.state, self.runs, request, schedule_name=schedule.name)
         except (InputError, AlreadyExists) as err:
@@ -275,10 +266,7 @@ class Firer:
         def change(stored: Any) -> None:
             for key in ("state", "started_run_count", "last_scheduled_run_response"):
                 setattr(stored, key, getattr(schedule, key))
-            if rules.next_run(schedule) is None:
-                del stored.next_run_time
-            else:
-                stored.next_run_time = schedule.next_run_time
+            rules.set_next_run(stored, rules.next_run(schedule))
 
         try:
             self.records.update(SCHEDULES, schedule.name, change, stamp=False)
@@ -294,11 +282,7 @@ class Firer:
             if due is None or due > now:
                 continue
             missed, left_out = rules.missed_runs(schedule, now)
-            following = rules.run_after(schedule, now)
-            if following is None:
-                del schedule.next_run_time
-            else:
-                schedule.next_run_time = following
+            rules.set_next_run(schedule, rules.run_after(schedule, now))
             self.note(
                 name,
                 f"{len(missed) + left_out} run(s) from {stamp(due)} skipped: the emulator "

@@ -47,13 +47,9 @@ same text). Quoted:
   times from the ``next_run_time`` the pause left to the resume time; they are queued
   (never skipped for concurrency, since "all missed runs will be scheduled"), still
   bounded by ``max_run_count`` and ``end_time`` (not published: the emulator's reading).
-- UpdateSchedule: "Updates an active or paused Schedule. When the Schedule is updated, new
-  runs will be scheduled starting from the updated next execution time after the update
-  time based on the time_specification in the updated Schedule. All unstarted runs before
-  the update time will be skipped while already created runs will NOT be paused or
-  canceled." ``update_mask`` restrictions: "The scheduled request type cannot be changed.
-  The non-empty fields cannot be unset. The output_only fields will be ignored if
-  specified."
+- UpdateSchedule ("new runs will be scheduled starting from the updated next execution
+  time after the update time"): :func:`run_after` the update time; what an update may
+  change is in :mod:`trainpool.emulator.schedules.changes`.
 
 Not published, and the emulator's choices: a skipped run does not count in
 ``started_run_count``; ``last_scheduled_run_response.run_response`` is the created
@@ -62,6 +58,7 @@ PipelineJob's name, or ``skipped: ...`` / ``queued: ...`` / ``failed: ...`` sayi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -70,7 +67,6 @@ from zoneinfo import ZoneInfo
 from croniter import croniter
 from google.cloud.aiplatform_v1.types import schedule as sc
 
-from trainpool.errors import InputError
 from trainpool.spec.timing import split_cron
 
 State = sc.Schedule.State
@@ -78,63 +74,6 @@ DEFAULT_ZONE = "UTC"
 MAX_BACKFILL = 1000
 """At most this many missed runs are backfilled by one resume (a minutely cron paused for a
 year would otherwise queue half a million runs); the rest are skipped, and the log says so."""
-
-UPDATABLE = (
-    "display_name",
-    "cron",
-    "start_time",
-    "end_time",
-    "allow_queueing",
-    "max_run_count",
-    "max_concurrent_run_count",
-    "max_concurrent_active_run_count",
-    "create_pipeline_job_request",
-)
-"""The fields an update mask may name: those the aiplatform SDK's
-``PipelineJobSchedule.update()`` sends (pipeline_job_schedules.py), and the request
-template (its type cannot change)."""
-OUTPUT_ONLY = (
-    "name",
-    "state",
-    "create_time",
-    "update_time",
-    "next_run_time",
-    "last_pause_time",
-    "last_resume_time",
-    "started_run_count",
-    "catch_up",
-    "last_scheduled_run_response",
-)
-
-
-def check_cron(cron: str) -> None:
-    """InputError unless ``cron`` is a Vertex schedule cron (``trainpool.spec.timing``)."""
-    try:
-        split_cron(cron)
-    except ValueError as err:
-        raise InputError.of("schedule.cron", f"{err}; optionally after TZ=ZONE") from err
-
-
-def check_limits(schedule: Any) -> None:
-    """InputError for a limit the proto refuses: ``max_concurrent_run_count`` is required
-    (1 or more), the others are unset (0) or positive."""
-    if schedule.max_concurrent_run_count < 1:
-        raise InputError.of(
-            "schedule.max_concurrent_run_count",
-            f"{schedule.max_concurrent_run_count}; accepted: 1 or more",
-        )
-    for field in ("max_run_count", "max_concurrent_active_run_count"):
-        if getattr(schedule, field) < 0:
-            raise InputError.of(
-                f"schedule.{field}", f"{getattr(schedule, field)}; accepted: unset, or 1 or more"
-            )
-    if _set(schedule, "end_time") and _set(schedule, "start_time"):
-        if schedule.end_time < schedule.start_time:
-            raise InputError.of(
-                "schedule.end_time",
-                f"{schedule.end_time.isoformat()} is before start_time "
-                f"{schedule.start_time.isoformat()}; accepted: a later time",
-            )
 
 
 def _set(schedule: Any, field: str) -> bool:
@@ -182,6 +121,14 @@ def run_after(schedule: Any, when: datetime) -> datetime | None:
 def next_run(schedule: Any) -> datetime | None:
     """The schedule's ``next_run_time``, or None when it has none."""
     return _when(schedule.next_run_time) if _set(schedule, "next_run_time") else None
+
+
+def set_next_run(schedule: Any, when: datetime | None) -> None:
+    """Set ``next_run_time`` to ``when`` (unset for None: no run is left)."""
+    if when is None:
+        del schedule.next_run_time
+    else:
+        schedule.next_run_time = when
 
 
 def missed_runs(schedule: Any, resume_time: datetime) -> tuple[list[datetime], int]:
@@ -238,77 +185,28 @@ def completion_reason(schedule: Any, now: datetime) -> str | None:
     return None
 
 
-def pause_refusal(schedule: Any) -> str | None:
-    """Why PauseSchedule is refused ("Pauses a Schedule. Will mark Schedule.state to
-    'PAUSED'."; only an ACTIVE schedule can be paused), else None."""
-    if schedule.state != State.ACTIVE:
-        return (
-            f"Cannot pause Schedule {schedule.name}: it is {schedule.state.name}; "
-            "accepted: an ACTIVE schedule (a COMPLETED one cannot be paused or resumed)"
-        )
-    return None
+def job_id_for(schedule: Any, run_time: datetime) -> str:
+    """A scheduled run's PipelineJob id: its pipeline's name and its fire time, as the SDK
+    names runs (``<pipeline>-<YYYYMMDDHHMMSS>``), then the schedule's id. How Vertex names
+    them is not published."""
+    template = schedule.create_pipeline_job_request.pipeline_job
+    name = str(dict(template.pipeline_spec).get("pipelineInfo", {}).get("name", "")) or "run"
+    slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:80] or "run"
+    return f"{slug}-{run_time:%Y%m%d%H%M%S}-{schedule.name.rsplit('/', 1)[-1]}"
 
 
-def resume_refusal(schedule: Any) -> str | None:
-    """Why ResumeSchedule is refused ("Only paused Schedule can be resumed."), else None."""
-    if schedule.state != State.PAUSED:
-        return (
-            f"Cannot resume Schedule {schedule.name}: it is {schedule.state.name}; "
-            "accepted: a PAUSED schedule (only a paused Schedule can be resumed)"
-        )
-    return None
-
-
-def update_refusal(schedule: Any) -> str | None:
-    """Why UpdateSchedule is refused ("Updates an active or paused Schedule."), else None."""
-    if schedule.state not in (State.ACTIVE, State.PAUSED):
-        return (
-            f"Cannot update Schedule {schedule.name}: it is {schedule.state.name}; "
-            "accepted: an ACTIVE or PAUSED schedule"
-        )
-    return None
-
-
-def apply_update(stored: Any, requested: Any, paths: list[str]) -> list[str]:
-    """Copy the masked fields of ``requested`` onto ``stored``; the paths applied (output-only
-    ones are ignored). InputError for an unknown path, a set field unset, a changed request
-    type, or a bad value."""
-    applied = []
-    for path in paths:
-        if path in OUTPUT_ONLY:
-            continue
-        if path not in UPDATABLE:
-            raise InputError.of(
-                "update_mask",
-                f"{path!r} cannot be updated; accepted: {', '.join(UPDATABLE)}",
-            )
-        if path == "create_pipeline_job_request" and not _set(requested, path):
-            raise InputError.of(
-                "schedule.create_pipeline_job_request",
-                "unset; accepted: a CreatePipelineJobRequest (the scheduled request type "
-                "cannot be changed)",
-            )
-        message = sc.Schedule.pb(requested)
-        field = message.DESCRIPTOR.fields_by_name[path]
-        empty = (
-            not message.HasField(path)
-            if field.message_type is not None
-            else getattr(requested, path) in ("", 0, False)
-        )
-        if empty and path != "allow_queueing" and _nonempty(stored, path):
-            raise InputError.of(
-                f"schedule.{path}", "would be unset; accepted: a value (set fields cannot be unset)"
-            )
-        setattr(stored, path, getattr(requested, path))
-        applied.append(path)
-    check_cron(stored.cron)
-    check_limits(stored)
-    return applied
-
-
-def _nonempty(schedule: Any, path: str) -> bool:
-    message = sc.Schedule.pb(schedule)
-    field = message.DESCRIPTOR.fields_by_name[path]
-    if field.message_type is not None:
-        return bool(message.HasField(path))
-    return getattr(schedule, path) not in ("", 0, False)
+def run_request(schedule: Any, run_time: datetime) -> Any:
+    """The CreatePipelineJobRequest of the run due at ``run_time``: the schedule's template
+    ("The API request template to launch the scheduled runs"), its parent defaulting to the
+    schedule's, the job named by :func:`job_id_for`, and displayed as the template says,
+    else as the schedule (how Vertex names them is not published)."""
+    template = schedule.create_pipeline_job_request
+    job = type(template.pipeline_job)
+    request = type(template)(
+        parent=template.parent or schedule.name.rsplit("/", 2)[0],
+        pipeline_job=job.deserialize(job.serialize(template.pipeline_job)),
+        pipeline_job_id=job_id_for(schedule, run_time),
+    )
+    if not request.pipeline_job.display_name:
+        request.pipeline_job.display_name = schedule.display_name
+    return request
