@@ -64,7 +64,10 @@ def test_a_nightly_schedule_fired_on_the_moved_clock_and_its_history(
     rows = [line.split()[:4] for line in runs[2:5]]
     assert [row[0] for row in rows] == [f"tiny-2040010{d}030000-1000" for d in (1, 2, 3)]
     assert {row[1] for row in rows} == {"SUCCEEDED"}
-    assert [row[2:4] for row in rows][:2] == [["2040-01-01", "03:00:00"], ["2040-01-02", "03:00:00"]]
+    assert [row[2:4] for row in rows[:2]] == [
+        ["2040-01-01", "03:00:00"],
+        ["2040-01-02", "03:00:00"],
+    ]
     assert runs[5].startswith("history (") and "schedules/1000/schedule.log" in runs[5]
     assert any("run of 2040-01-03T03:00:00Z queued: " in line for line in runs[6:])
     assert cli("schedule", "pause", "1000", *TARGET) == f"paused: {PARENT}/schedules/1000\n"

@@ -408,7 +408,7 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
     failed, retry = sorted(night3_jobs, key=lambda job: job.create_time)
     assert failed.state.name == "JOB_STATE_FAILED" and "STOCKOUT" in failed.error.message
     assert retry.state.name == "JOB_STATE_SUCCEEDED"
-    retry_log = (tmp_path / "jobs" / retry.name.rsplit("/", 1)[1] / "workerpool0-0.log")
+    retry_log = tmp_path / "jobs" / retry.name.rsplit("/", 1)[1] / "workerpool0-0.log"
     assert "resuming from epoch" in retry_log.read_text(), "night 3 resumed its checkpoint"
     assert nights[3].job.create_time >= nights[2].job.end_time, "night 4 waited for night 3"
     assert "run of 2040-01-04T03:00:00Z queued: max_concurrent_active_run_count 1" in history
