@@ -376,23 +376,22 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
             "--param", f"cluster_request={json.dumps(request)}",
             "--schedule", "0 3 * * *", "--display-name", "nightly", "--allow-queueing",
         )  # fmt: skip
-        for night in range(1, 8):
-            if night != 3:
-                cli("clock", "advance", "1d", "--wait")
-                continue
-            [started] = cli("clock", "advance", "1d").splitlines()[:1]
-            night3 = started.rsplit(" ", 1)[1]
-            label = f'labels.{RUN_LABEL}="{run_id(night3)}"'
-            client = job_client("us-central1")
-            for _ in range(1200):
-                found = list(client.list_custom_jobs(request={"parent": parent, "filter": label}))
-                if found and found[0].state.name == "JOB_STATE_RUNNING":
-                    base = found[0].job_spec.base_output_directory.output_uri_prefix
-                    if (local(tmp_path, f"{base}/checkpoints/") / "checkpoint.pt").is_file():
-                        break
-                time.sleep(0.05)
-            preempted = cli("jobs", "preempt", found[0].name)
-            assert "is JOB_STATE_FAILED: STOCKOUT" in preempted
+        cli("clock", "advance", "2d", "--wait")  # nights 1 and 2, each run at its night
+        [started] = cli("clock", "advance", "1d").splitlines()[:1]  # night 3: no wait
+        night3 = started.rsplit(" ", 1)[1]
+        label = f'labels.{RUN_LABEL}="{run_id(night3)}"'
+        client = job_client("us-central1")
+        for _ in range(1200):
+            found = list(client.list_custom_jobs(request={"parent": parent, "filter": label}))
+            if found and found[0].state.name == "JOB_STATE_RUNNING":
+                base = found[0].job_spec.base_output_directory.output_uri_prefix
+                if (local(tmp_path, f"{base}/checkpoints/") / "checkpoint.pt").is_file():
+                    break
+            time.sleep(0.05)
+        assert "is JOB_STATE_FAILED: STOCKOUT" in cli("jobs", "preempt", found[0].name)
+        night4 = cli("clock", "advance", "1d", "--wait")  # due while night 3 retries
+        assert "run of 2040-01-04T03:00:00Z queued: max_concurrent_active_run_count" in night4
+        cli("clock", "advance", "3d", "--wait")  # nights 5, 6 and 7
         history = cli("schedule", "runs", "nightly", *target)
         nights = runs(f"{parent}/schedules/1000", "us-central1")
         night3_jobs = list(client.list_custom_jobs(request={"parent": parent, "filter": label}))
@@ -411,6 +410,10 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
     retry_log = tmp_path / "jobs" / retry.name.rsplit("/", 1)[1] / "workerpool0-0.log"
     assert "resuming from epoch" in retry_log.read_text(), "night 3 resumed its checkpoint"
     assert nights[3].job.create_time >= nights[2].job.end_time, "night 4 waited for night 3"
+    for night, run in enumerate(nights, start=1):
+        assert run.job.create_time.day == night, "each run was created at its own night"
+        if night != 3:  # night 3 went on into night 4, where the clock waited for it
+            assert run.job.end_time.day == night, "and ran at its night"
     assert "run of 2040-01-04T03:00:00Z queued: max_concurrent_active_run_count 1" in history
     rows = history.splitlines()
     assert rows[0] == f"{parent}/schedules/1000 (nightly): ACTIVE, 7 run(s)"

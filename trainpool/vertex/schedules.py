@@ -4,8 +4,8 @@
 - :func:`runs` lists the schedule's PipelineJobs, oldest first, with the filter the
   aiplatform SDK's ``PipelineJobSchedule.list_jobs()`` sends (``schedule_name=NAME``,
   unquoted; google/cloud/aiplatform/pipeline_job_schedules.py), each with where its model
-  is: the pipeline's ``model`` output artifact, which Vertex lists in the run's
-  ``job_detail.task_details`` (the emulator records the root task's outputs there).
+  is: the pipeline's ``model`` output artifact, as its producing task lists it in the
+  run's ``job_detail.task_details`` (Vertex and the emulator fill them).
 """
 
 from __future__ import annotations
@@ -64,9 +64,20 @@ def find(schedule: str, project: str, location: str) -> Any:
 
 
 def model_uri(job: Any) -> str:
-    """The URI of the run's ``model`` output artifact, or ""."""
-    for task in job.job_detail.task_details:
-        listed = task.outputs.get(MODEL_OUTPUT)
+    """The URI of the run's ``model`` output: the artifact of the task the pipeline takes
+    its ``model`` output from (``root.dag.outputs.artifacts.model.artifactSelectors``), as
+    listed in ``job_detail.task_details``; "" when there is none (yet)."""
+    from google.protobuf import json_format
+
+    spec = json_format.MessageToDict(type(job).pb(job).pipeline_spec)
+    outputs = spec.get("root", {}).get("dag", {}).get("outputs", {}).get("artifacts", {})
+    selectors = outputs.get(MODEL_OUTPUT, {}).get("artifactSelectors", [])
+    producer = selectors[0].get("producerSubtask", "") if selectors else ""
+    key = selectors[0].get("outputArtifactKey", MODEL_OUTPUT) if selectors else MODEL_OUTPUT
+    for task in reversed(job.job_detail.task_details):
+        if producer and task.task_name != producer:
+            continue
+        listed = task.outputs.get(key)
         if listed is not None and listed.artifacts:
             return str(listed.artifacts[0].uri)
     return ""

@@ -11,9 +11,11 @@ rehearse a week of schedules in seconds (:mod:`trainpool.emulator.clock`):
   (:meth:`trainpool.emulator.schedules.firer.Firer.advance_to`); ``events`` are what the
   schedules did (``<schedule id> run of <time> started: <PipelineJob>``, ``... skipped:
   ...``, ``... queued: ...``), ``started`` the PipelineJobs created. With
-  ``wait_for_runs``, answer once every schedule's runs have ended and none is queued
-  (at most ``wait_timeout``, default 600 s). A time in the clock's past, or both or
-  neither of ``by`` and ``to``, is INVALID_ARGUMENT.
+  ``wait_for_runs``, the clock waits at each fire time until every schedule's runs have
+  ended and none is queued (at most ``wait_timeout`` in all, default 600 s; ``idle`` is
+  False when it gave up), so each night's run runs at its own night; without it, runs
+  started at one fire time are still executing at the next (they overlap). A time in the
+  clock's past, or both or neither of ``by`` and ``to``, is INVALID_ARGUMENT.
 
 The messages are proto-plus messages of package ``trainpool.emulator.v1``;
 :func:`get_time` and :func:`advance_clock` are the client.
@@ -54,8 +56,8 @@ class ClockTime(proto.Message):  # type: ignore[misc]
 
 
 class AdvanceClockRequest(proto.Message):  # type: ignore[misc]
-    """``by`` a duration or ``to`` a time (one of them); ``wait_for_runs``: answer once the
-    schedules' runs have ended (at most ``wait_timeout``)."""
+    """``by`` a duration or ``to`` a time (one of them); ``wait_for_runs``: at each fire
+    time, wait until the schedules' runs have ended (at most ``wait_timeout`` in all)."""
 
     by: timedelta = proto.Field(
         proto.MESSAGE, number=1, message=duration_pb2.Duration, oneof="target"
@@ -96,17 +98,19 @@ def advance(
     if target == "to" and request.to < state.clock.now():
         state.clock.advance_to(request.to)  # refused: InputError naming the field
     firer = firer_of(state, runner)
-    fired = firer.advance_by(request.by) if target == "by" else firer.advance_to(request.to)
-    idle = True
+    wait_s = None
     if request.wait_for_runs:
         wait_s = request.wait_timeout.total_seconds() or DEFAULT_WAIT_S
-        idle = firer.wait_idle(wait_s)
+    if target == "by":
+        fired = firer.advance_by(request.by, wait_s)
+    else:
+        fired = firer.advance_to(request.to, wait_s)
     return AdvanceClockResponse(
         now=state.clock.now(),
         offset=timedelta(seconds=state.clock.offset_s),
         events=fired.events,
         started=fired.started,
-        idle=idle,
+        idle=fired.idle,
     )
 
 

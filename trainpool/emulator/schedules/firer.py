@@ -52,11 +52,13 @@ IDLE_POLL_S = 0.1
 
 @dataclass
 class Fired:
-    """What passes did: ``events`` (log lines, each ``<schedule> <what>``) and the
+    """What passes did: ``events`` (log lines, each ``<schedule id> <what>``) and the
     PipelineJobs ``started``."""
 
     events: list[str] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
+    idle: bool = True
+    """False when a wait for the runs to end gave up."""
 
 
 class Firer:
@@ -100,9 +102,10 @@ class Firer:
             self._wake.clear()
 
     # passes
-    def tick(self) -> Fired:
-        """One pass over every schedule at the clock's time; what it did."""
-        fired = Fired()
+    def tick(self, fired: Fired | None = None) -> Fired:
+        """One pass over every schedule at the clock's time; what it did (added to
+        ``fired``)."""
+        fired = fired if fired is not None else Fired()
         with self.lock:
             if self._stop.is_set():
                 return fired
@@ -122,14 +125,15 @@ class Firer:
         ]
         return min(times, default=None)
 
-    def advance_to(self, target: datetime) -> Fired:
+    def advance_to(self, target: datetime, wait_s: float | None = None) -> Fired:
         """Move the clock to ``target`` through every fire time before it, with a pass at
-        each (a ``target`` already passed moves nothing); what the passes did."""
-        return self._advance(lambda: target, lambda: self.clock.reach(target))
+        each (a ``target`` already passed moves nothing); with ``wait_s``, wait at each fire
+        time (and at the end) until the runs have ended, at most ``wait_s`` in all."""
+        return self._advance(lambda: target, lambda: self.clock.reach(target), wait_s)
 
-    def advance_by(self, by: timedelta) -> Fired:
+    def advance_by(self, by: timedelta, wait_s: float | None = None) -> Fired:
         """Move the clock forward by exactly ``by`` (its offset grows by ``by``) through
-        every fire time on the way, with a pass at each; what the passes did."""
+        every fire time on the way, as :meth:`advance_to` does."""
         end = self.clock.offset_s + by.total_seconds()
 
         def target() -> datetime:
@@ -138,25 +142,30 @@ class Firer:
         def finish() -> None:
             self.clock.advance(timedelta(seconds=max(0.0, end - self.clock.offset_s)))
 
-        return self._advance(target, finish)
+        return self._advance(target, finish, wait_s)
 
-    def _advance(self, target: Callable[[], datetime], finish: Callable[[], object]) -> Fired:
+    def _advance(
+        self, target: Callable[[], datetime], finish: Callable[[], object], wait_s: float | None
+    ) -> Fired:
         fired = Fired()
-        with self.lock:
-            while True:
+        deadline = time.monotonic() + (wait_s or 0.0)
+        while True:
+            with self.lock:
                 due = self.next_due()
                 if due is None or due > target():
                     break
                 self.clock.reach(due)
-                step = self.tick()
-                fired.events += step.events
-                fired.started += step.started
-                if (after := self.next_due()) is not None and after <= due:
-                    break  # nothing moved (cannot happen: each pass moves next_run_time)
+                self.tick(fired)
+                after = self.next_due()
+            if wait_s is not None:
+                self.wait_idle(deadline - time.monotonic(), fired)
+            if after is not None and after <= due:
+                break  # nothing moved (cannot happen: each pass moves next_run_time)
+        with self.lock:
             finish()
-            step = self.tick()
-            fired.events += step.events
-            fired.started += step.started
+            self.tick(fired)
+        if wait_s is not None:
+            self.wait_idle(deadline - time.monotonic(), fired)
         return fired
 
     def active_runs(self, name: str) -> int:
@@ -176,15 +185,18 @@ class Firer:
         scheduled = 'schedule_name!=""'
         return self.records.count(PIPELINE_JOBS, None, filter=scheduled, not_states=TERMINAL) == 0
 
-    def wait_idle(self, timeout_s: float) -> bool:
-        """Wait until :meth:`idle` (runs ended, nothing queued); False after ``timeout_s``."""
+    def wait_idle(self, timeout_s: float, fired: Fired | None = None) -> bool:
+        """Wait until :meth:`idle` (runs ended, nothing queued), running passes (what they
+        did goes to ``fired``, whose ``idle`` turns False after ``timeout_s``)."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            self.tick()
-            if self.idle():
-                return True
+        idle = self.idle()
+        while not idle and time.monotonic() < deadline:
             time.sleep(IDLE_POLL_S)
-        return self.idle()
+            self.tick(fired)
+            idle = self.idle()
+        if fired is not None and not idle:
+            fired.idle = False
+        return idle
 
     # one schedule
     def _fire(self, name: str, fired: Fired) -> None:
