@@ -69,16 +69,19 @@ def test_schedule_is_created_then_replaced(tiny: Path, emu: None) -> None:
     first = submit(*args, "--param", "b=3")
     assert first.exit_code == 0, first.stderr
     assert first.stdout == (
-        f"schedule {PARENT}/schedules/1000 (TZ=America/New_York 30 2 * * 1, max 1 concurrent run)\n"
+        f"schedule {PARENT}/schedules/1000 (TZ=America/New_York 30 2 * * 1, max 1 active run; "
+        "a run due while one is active is skipped)\n"
     )
-    second = submit(*args, "--param", "b=4")
+    second = submit(*args, "--param", "b=4", "--allow-queueing")
     assert second.exit_code == 0, second.stderr
     assert second.stdout == (
-        f"schedule {PARENT}/schedules/1001 (TZ=America/New_York 30 2 * * 1, max 1 concurrent run)\n"
+        f"schedule {PARENT}/schedules/1001 (TZ=America/New_York 30 2 * * 1, max 1 active run; "
+        "a run due while one is active is queued)\n"
         f"replaced {PARENT}/schedules/1000\n"
     )
     left = list(clients.schedule_client("us-central1").list_schedules(parent=PARENT))
     assert [(s.name, s.display_name) for s in left] == [(f"{PARENT}/schedules/1001", "tiny")]
+    assert (left[0].max_concurrent_active_run_count, left[0].allow_queueing) == (1, True)
     embedded = left[0].create_pipeline_job_request.pipeline_job
     assert parameter_values(embedded) == {"b": 4}
     assert embedded.service_account == "sa@demo-project.iam.gserviceaccount.com"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,50 @@ def test_hyperparameter_tuning_job_run(sdk: Path) -> None:
         (4.0, "sgd"): 4.0,
         (4.0, "adam"): 4.0,
     }
+
+
+def test_pipeline_job_schedule_create_pause_update_resume_wait_list_jobs(sdk: Path) -> None:
+    """The SDK system test's flow (python-aiplatform tests/system/aiplatform/
+    test_pipeline_job_schedule.py): create(cron, max_run_count=2, max_concurrent_run_count=2),
+    pause, update(cron), resume(catch_up=True), wait(), then list_jobs() has max_run_count
+    runs. The emulator's clock is moved instead of waiting minutes; ``wait()`` returns
+    because the schedule is COMPLETED once its second run starts ("The schedule will be
+    completed when either started_run_count >= max_run_count ...")."""
+    from fixtures.pipelines import compile_fixture
+
+    from trainpool.config import EMULATOR_ENV
+    from trainpool.emulator.api.clock_service import advance_clock
+
+    state = aiplatform.gapic.Schedule.State
+    job = aiplatform.PipelineJob(
+        display_name="tiny",
+        template_path=str(compile_fixture("tiny", sdk)),
+        pipeline_root="gs://demo-bucket/root",
+        parameter_values={"a": 5},
+        enable_caching=False,
+        project="demo",
+        location="us-central1",
+    )
+    schedule = aiplatform.PipelineJobSchedule(pipeline_job=job, display_name="nightly")
+    schedule.create(cron="*/5 * * * *", max_run_count=2, max_concurrent_run_count=2)
+    assert schedule.resource_name.startswith("projects/demo/locations/us-central1/schedules/")
+    schedule.pause()
+    assert schedule.state == state.PAUSED
+    schedule.update(cron="* * * * *")
+    assert schedule.cron == "* * * * *"
+    schedule.resume(catch_up=True)  # the SDK does not send catch_up: resumed without it
+    assert schedule.state == state.ACTIVE
+    done = advance_clock(
+        os.environ[EMULATOR_ENV], by=timedelta(minutes=3), wait_for_runs=True, wait_timeout_s=60
+    )
+    assert len(done.started) == 2 and done.idle
+    schedule.wait()
+    assert schedule.state == state.COMPLETED
+    where = {"project": "demo", "location": "us-central1"}
+    runs = schedule.list_jobs(**where)
+    assert len(runs) == 2
+    assert {run.state.name for run in runs} == {"PIPELINE_STATE_SUCCEEDED"}
+    full = schedule.list_jobs(enable_simple_view=False, **where)
+    assert {run.gca_resource.schedule_name for run in full} == {schedule.resource_name}
+    listed = aiplatform.PipelineJobSchedule.list(**where)
+    assert [s.resource_name for s in listed] == [schedule.resource_name]

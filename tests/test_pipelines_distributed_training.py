@@ -333,3 +333,90 @@ def test_a_preempted_spot_job_retries_resumes_from_its_checkpoint_and_succeeds(
     assert retry.job_spec.base_output_directory.output_uri_prefix + "/model/" == model_uri
     assert result.outputs["model"]["uri"] == model_uri
     assert (local(tmp_path, model_uri) / "model.pt").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
+    tmp_path: Path, own_emulator: None
+) -> None:
+    """The README's rehearsal: `trainpool submit --schedule` the checked-in pipeline nightly,
+    `trainpool clock advance` seven nights, `trainpool jobs preempt` night 3's SPOT job while
+    it trains. Seven PipelineJobs, seven model directories; night 3 retried and resumed
+    from its checkpoint; night 4 came due while night 3 still ran, so it was queued
+    (--allow-queueing) and started when night 3 ended; `trainpool schedule runs` shows it."""
+    from typer.testing import CliRunner
+
+    from trainpool.cli import app
+    from trainpool.config import HOME_ENV
+    from trainpool.emulator.pipelines.runs import run_id
+    from trainpool.kfprun.execute import RUN_LABEL
+    from trainpool.vertex.schedules import runs
+
+    def cli(*args: str) -> str:
+        done = CliRunner().invoke(app, list(args))
+        assert done.exit_code == 0, f"trainpool {' '.join(args)}: {done.stderr}"
+        return str(done.stdout)
+
+    parent = "projects/demo-project/locations/us-central1"
+    target = ["--project", "demo-project", "--location", "us-central1"]
+    request = {
+        "primary": {"machine_type": "n1-standard-4"},
+        "args": ["--epochs=8"],
+        "scheduling_strategy": "SPOT",
+    }
+    (tmp_path / "gcs" / "demo-bucket").mkdir(parents=True)
+    with emulator.start(tmp_path) as emu, pytest.MonkeyPatch.context() as env:
+        env.setenv(EMULATOR_ENV, emu.address)
+        env.setenv(HOME_ENV, str(tmp_path))
+        cli("clock", "advance", "--to", "2040-01-01T00:00:00Z")
+        cli(
+            "submit", str(PIPELINE), *target, "--pipeline-root", "gs://demo-bucket/runs",
+            "--param", f"source_dir={EXAMPLE}", "--param", "max_trial_count=0",
+            "--param", f"cluster_request={json.dumps(request)}",
+            "--schedule", "0 3 * * *", "--display-name", "nightly", "--allow-queueing",
+        )  # fmt: skip
+        cli("clock", "advance", "2d", "--wait")  # nights 1 and 2, each run at its night
+        [started] = cli("clock", "advance", "1d").splitlines()[:1]  # night 3: no wait
+        night3 = started.rsplit(" ", 1)[1]
+        label = f'labels.{RUN_LABEL}="{run_id(night3)}"'
+        client = job_client("us-central1")
+        for _ in range(1200):
+            found = list(client.list_custom_jobs(request={"parent": parent, "filter": label}))
+            if found and found[0].state.name == "JOB_STATE_RUNNING":
+                base = found[0].job_spec.base_output_directory.output_uri_prefix
+                if (local(tmp_path, f"{base}/checkpoints/") / "checkpoint.pt").is_file():
+                    break
+            time.sleep(0.05)
+        assert "is JOB_STATE_FAILED: STOCKOUT" in cli("jobs", "preempt", found[0].name)
+        night4 = cli("clock", "advance", "1d", "--wait")  # due while night 3 retries
+        assert "run of 2040-01-04T03:00:00Z queued: max_concurrent_active_run_count" in night4
+        cli("clock", "advance", "3d", "--wait")  # nights 5, 6 and 7
+        history = cli("schedule", "runs", "nightly", *target)
+        nights = runs(f"{parent}/schedules/1000", "us-central1")
+        night3_jobs = list(client.list_custom_jobs(request={"parent": parent, "filter": label}))
+    assert [run.job.state.name for run in nights] == ["PIPELINE_STATE_SUCCEEDED"] * 7, history
+    assert [run.job.name.rsplit("/", 1)[1] for run in nights] == [
+        f"distributed-training-2040010{day}030000-1000" for day in range(1, 8)
+    ]
+    models = [run.model_uri for run in nights]
+    assert len(set(models)) == 7
+    for run in nights:
+        assert run.model_uri.startswith(f"gs://demo-bucket/runs/{run.job.name.rsplit('/')[-1]}/")
+        assert (local(tmp_path, run.model_uri) / "model.pt").is_file()
+    failed, retry = sorted(night3_jobs, key=lambda job: job.create_time)
+    assert failed.state.name == "JOB_STATE_FAILED" and "STOCKOUT" in failed.error.message
+    assert retry.state.name == "JOB_STATE_SUCCEEDED"
+    retry_log = tmp_path / "jobs" / retry.name.rsplit("/", 1)[1] / "workerpool0-0.log"
+    assert "resuming from epoch" in retry_log.read_text(), "night 3 resumed its checkpoint"
+    assert nights[3].job.create_time >= nights[2].job.end_time, "night 4 waited for night 3"
+    for night, run in enumerate(nights, start=1):
+        assert run.job.create_time.day == night, "each run was created at its own night"
+        if night != 3:  # night 3 went on into night 4, where the clock waited for it
+            assert run.job.end_time.day == night, "and ran at its night"
+    assert "run of 2040-01-04T03:00:00Z queued: max_concurrent_active_run_count 1" in history
+    rows = history.splitlines()
+    assert rows[0] == f"{parent}/schedules/1000 (nightly): ACTIVE, 7 run(s)"
+    assert " FAILED(STOCKOUT),SUCCEEDED " in rows[4], "night 3's jobs: preempted, retried"
+    for row, model in zip(rows[2:9], models, strict=True):
+        assert " SUCCEEDED " in row and model in row

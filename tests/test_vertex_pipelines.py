@@ -193,6 +193,7 @@ def test_replacing_a_schedule_leaves_exactly_one(tiny: Path, emu: Path) -> None:
     kept = left[0]
     assert kept.cron == "TZ=Europe/Paris 0 3 * * *"
     assert kept.max_concurrent_run_count == 1
+    assert (kept.max_concurrent_active_run_count, kept.allow_queueing) == (1, False)
     assert kept.state == aiplatform_v1.Schedule.State.ACTIVE
     embedded = kept.create_pipeline_job_request
     assert embedded.parent == TARGET.parent

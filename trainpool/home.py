@@ -15,7 +15,8 @@ that reads or writes there (the emulator, the local run, the image store, the CL
     <root>/images/                  the local image store (``images.local_store``)
     <root>/environments/            prebuilt training images as virtualenvs (emulator)
     <root>/jobs/<job id>/           a job's files (:class:`JobFiles`)
-    <root>/pipelines/<job id>/      a PipelineJob's spec and run log
+    <root>/pipelines/<job id>/      a PipelineJob's spec, run log and outputs
+    <root>/schedules/<id>/          a Schedule's log: each run started, queued or skipped
     <root>/builds/<build id>/       a Cloud Build's log
     <root>/localrun/<run>/          a local run's resolved YAML, work folder and transcript
 
@@ -154,6 +155,10 @@ class Home:
     def pipeline_run(self, job_id: str) -> Path:
         """A PipelineJob's folder: ``pipeline.json`` (its spec) and ``run.log``."""
         return self.root / "pipelines" / job_id
+
+    def schedule_log(self, schedule_id: str) -> Path:
+        """A Schedule's log (``schedules/<id>/schedule.log``): one line per decision."""
+        return self.root / "schedules" / schedule_id / "schedule.log"
 
     def build_log(self, build_id: str) -> Path:
         return self.root / "builds" / build_id / "log.txt"

@@ -12,12 +12,14 @@ import typer
 from trainpool.cli import (
     build,
     catalog,
+    clock,
     emulator,
     env,
     jobs,
     plan,
     publish,
     run,
+    schedule,
     submit,
 )
 from trainpool.cli import compile as compile_
@@ -42,7 +44,9 @@ MODULES = (
     compile_,  # compile [--check]
     publish,  # publish --project P --repository R | --local
     run,  # run PIPELINE --local
-    submit,  # submit PIPELINE --project ...
+    submit,  # submit PIPELINE --project ... [--schedule CRON]
+    schedule,  # schedule list|show|runs|pause|resume|delete
+    clock,  # clock show|advance (the emulator's)
 )
 
 for _module in MODULES:

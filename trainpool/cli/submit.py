@@ -29,6 +29,14 @@ def submit_command(
     display_name: Annotated[
         str, typer.Option("--display-name", help="Run or schedule name (default: pipeline name).")
     ] = "",
+    allow_queueing: Annotated[
+        bool,
+        typer.Option(
+            "--allow-queueing",
+            help="With --schedule: a run that comes due while one is active waits for it "
+            "(default: it is skipped).",
+        ),
+    ] = False,
 ) -> None:
     """Submit a PipelineJob with caching off, after checking what would fail it.
 
@@ -37,7 +45,8 @@ def submit_command(
     request does not plan. A local folder given as source_dir is uploaded under the
     pipeline root (content-addressed) and the run gets its gs:// URI. With --schedule,
     create or replace the schedule of the same display name instead (a schedule embeds
-    its pipeline; at most one run at a time).
+    its pipeline; at most one run at a time: one that comes due while another is active
+    is skipped, or queued with --allow-queueing).
     """
     from google.api_core import exceptions
 
@@ -55,6 +64,7 @@ def submit_command(
             schedule=schedule,
             timezone=timezone,
             display_name=display_name,
+            allow_queueing=allow_queueing,
         )
     except InputError as err:
         fail(str(err))
@@ -63,7 +73,11 @@ def submit_command(
     for note in done.notes:
         typer.echo(f"note: {note}", err=True)
     if done.schedule is not None:
-        typer.echo(f"schedule {done.schedule.name} ({done.schedule.cron}, max 1 concurrent run)")
+        queue = "queued" if done.schedule.allow_queueing else "skipped"
+        typer.echo(
+            f"schedule {done.schedule.name} ({done.schedule.cron}, max 1 active run; "
+            f"a run due while one is active is {queue})"
+        )
         for old in done.replaced:
             typer.echo(f"replaced {old}")
         return

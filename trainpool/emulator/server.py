@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from concurrent import futures
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType, TracebackType
 
@@ -19,6 +20,7 @@ from google.cloud.aiplatform_v1.types import custom_job as cj
 
 from trainpool.emulator import listen, private_root, root_lock
 from trainpool.emulator.api import (
+    clock_service,
     cloud_build,
     faults_service,
     job_service,
@@ -29,6 +31,7 @@ from trainpool.emulator.api import (
     schedule_service,
 )
 from trainpool.emulator.api.rpc import close_log, open_log
+from trainpool.emulator.clock import Clock
 from trainpool.emulator.cloud_storage.bodies import DEFAULT_LIMIT
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
@@ -45,6 +48,7 @@ SERVICES: tuple[ModuleType, ...] = (
     resource_manager,
     faults_service,
     local_service,
+    clock_service,
 )
 WORKERS = 32
 PORT_WARNING = (
@@ -109,6 +113,31 @@ class Emulator:
         :func:`trainpool.emulator.api.faults_service.preempt` (it raises
         ``trainpool.emulator.api.rpc.RpcError``)."""
         return faults_service.preempt(self.runner, job_name)
+
+    @property
+    def clock(self) -> Clock:
+        """The emulator's clock (:mod:`trainpool.emulator.clock`): ``.now()`` is its time."""
+        return self.state.clock
+
+    def advance_clock(
+        self,
+        by: timedelta | None = None,
+        to: datetime | None = None,
+        wait_for_runs: bool = False,
+        wait_timeout_s: float = clock_service.DEFAULT_WAIT_S,
+    ) -> clock_service.AdvanceClockResponse:
+        """Move the clock ``by`` a duration or ``to`` a time through every schedule fire time
+        on the way (:func:`trainpool.emulator.api.clock_service.advance`); with
+        ``wait_for_runs``, return once the schedules' runs have ended."""
+        if (by is None) == (to is None):
+            raise ValueError("advance_clock: give one of by (a timedelta) and to (a datetime)")
+        request = clock_service.AdvanceClockRequest(wait_for_runs=wait_for_runs)
+        if by is not None:
+            request.by = by
+        if to is not None:
+            request.to = to
+        request.wait_timeout = timedelta(seconds=wait_timeout_s)
+        return clock_service.advance(self.state, self.runner, request)
 
     def wait(self) -> None:
         """Block until the server stops."""

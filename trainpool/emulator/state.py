@@ -2,22 +2,32 @@
 
 One :class:`EmulatorState` per server. It sits below the job engine and the services:
 it knows the root's paths (:class:`trainpool.home.Home`), the database and the records
-of every resource (:mod:`trainpool.emulator.records`), the test faults, the address the
-server listens on, and what to run when the emulator stops.
+of every resource (:mod:`trainpool.emulator.records`), the emulator's clock
+(:mod:`trainpool.emulator.clock`, its offset saved in the database), the test faults, the
+address the server listens on, what to run when the emulator stops, and the one object
+of a kind the server's parts share (:meth:`EmulatorState.one`: the pipeline runs, the
+schedule firer).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
+from trainpool.emulator.clock import Clock
 from trainpool.emulator.cloud_storage.access import DoorKey
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.records import migrate
 from trainpool.emulator.records.database import Database
 from trainpool.emulator.records.resources import Records
 from trainpool.home import Home
+
+T = TypeVar("T")
+CLOCK_OFFSET = "clock_offset_s"
+"""The database setting that holds the clock's offset (seconds ahead of real time)."""
 
 
 @dataclass
@@ -34,14 +44,20 @@ class EmulatorState:
     home: Home = field(init=False)
     db: Database = field(init=False)
     records: Records = field(init=False)
+    clock: Clock = field(init=False)
     _stop_hooks: list[Callable[[], None]] = field(default_factory=list, init=False)
+    _shared: dict[type, Any] = field(default_factory=dict, init=False)
+    _shared_lock: threading.RLock = field(default_factory=threading.RLock, init=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
         self.home = Home(self.root)
         self.db = Database(self.home.database)
-        self.records = Records(self.db)
+        db = self.db
+        offset = float(db.setting(CLOCK_OFFSET) or 0.0)
+        self.clock = Clock(offset, on_change=lambda s: db.set_setting(CLOCK_OFFSET, repr(s)))
+        self.records = Records(self.db, self.clock)
         migrate.move_old_tables(self.db, self.records)
 
     @property
@@ -59,6 +75,15 @@ class EmulatorState:
     def new_id(self, sequence: str = "resource") -> str:
         """The next id of ``sequence`` as a string ("1000", "1001", ...); survives restarts."""
         return self.db.new_id(sequence)
+
+    def one(self, kind: type[T], make: Callable[[], T]) -> T:
+        """The one ``kind`` of this server, made by ``make()`` on first use (services that
+        share an engine part, such as the pipeline runs, ask for it here)."""
+        with self._shared_lock:
+            if kind not in self._shared:
+                self._shared[kind] = make()
+            found: T = self._shared[kind]
+            return found
 
     def on_stop(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` when the emulator stops (last registered, first called)."""

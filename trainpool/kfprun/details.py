@@ -77,13 +77,15 @@ class TaskDetails:
             artifacts = []
             for index, artifact in enumerate(listed.get("artifacts", [])):
                 metadata = dict(artifact.get("metadata", {}))
+                uri = artifact.get("uri", "")
                 extra = written.get(name, {}).get("artifacts", [])
-                if index < len(extra):
+                if index < len(extra):  # the task may name another URI (a model's folder)
                     metadata.update(extra[index].get("metadata", {}))
+                    uri = extra[index].get("uri") or uri
                 artifacts.append(
                     {
                         "displayName": name,
-                        "uri": self._uri(artifact.get("uri", "")),
+                        "uri": self._uri(uri),
                         "schemaTitle": artifact.get("type", {}).get("schemaTitle", ""),
                         "metadata": metadata,
                     }

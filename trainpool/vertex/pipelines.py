@@ -131,8 +131,18 @@ def build_pipeline_job(
     return sdk_job.job_id, job
 
 
-def build_schedule(job: Any, target: Target, cron: str, display_name: str) -> Any:
-    """The ``aiplatform_v1.Schedule`` that runs ``job`` on ``cron``, one run at a time."""
+def build_schedule(
+    job: Any, target: Target, cron: str, display_name: str, allow_queueing: bool = False
+) -> Any:
+    """The ``aiplatform_v1.Schedule`` that runs ``job`` on ``cron``, one run at a time.
+
+    One at a time is ``max_concurrent_active_run_count`` = 1 ("the maximum number of active
+    runs that can be executed concurrently for this Schedule"; schedule.proto):
+    ``max_concurrent_run_count`` alone limits only the runs being *started* ("the limit
+    for starting the scheduled requests and not the execution of the operations/jobs
+    created by the requests"), so it would let a long run overlap the next. A run that
+    comes due while one is active is skipped, or queued behind it with ``allow_queueing``.
+    """
     from google.cloud import aiplatform_v1
 
     embedded = aiplatform_v1.PipelineJob(
@@ -146,7 +156,8 @@ def build_schedule(job: Any, target: Target, cron: str, display_name: str) -> An
         display_name=display_name,
         cron=cron,
         max_concurrent_run_count=MAX_CONCURRENT_RUNS,
-        allow_queueing=False,
+        max_concurrent_active_run_count=MAX_CONCURRENT_RUNS,
+        allow_queueing=allow_queueing,
         create_pipeline_job_request=aiplatform_v1.CreatePipelineJobRequest(
             parent=target.parent, pipeline_job=embedded
         ),

@@ -48,10 +48,12 @@ def submit_pipeline(
     schedule: str = "",
     timezone: str = "",
     display_name: str = "",
+    allow_queueing: bool = False,
 ) -> Submitted:
     """Submit ``pipeline`` (compiled YAML) with ``params`` (``NAME=VALUE``) to ``target``,
     caching off; with ``schedule`` (cron), create or replace the schedule of the same
-    display name instead (a schedule embeds its pipeline; at most one run at a time).
+    display name instead (a schedule embeds its pipeline; at most one run at a time: a
+    run that comes due while one is active is skipped, or queued with ``allow_queueing``).
 
     Raises :class:`InputError` (every problem: target, parameters, schedule, bucket,
     images, plan) before anything is created; the API's refusal is a
@@ -60,6 +62,10 @@ def submit_pipeline(
     if timezone and not schedule:
         raise InputError.of(
             "--timezone", f"{timezone!r} without --schedule; accepted: --timezone with --schedule"
+        )
+    if allow_queueing and not schedule:
+        raise InputError.of(
+            "--allow-queueing", "without --schedule; accepted: --allow-queueing with --schedule"
         )
     spec = load_pipeline_spec(pipeline)
     problems = [Problem.parse(line) for line in pipelines.check_target(target)]
@@ -90,7 +96,7 @@ def submit_pipeline(
     job_id, job = pipelines.build_pipeline_job(pipeline, target, values, display_name)
     if cron:
         name = display_name or str(spec["pipelineInfo"]["name"])
-        request = pipelines.build_schedule(job, target, cron, name)
+        request = pipelines.build_schedule(job, target, cron, name, allow_queueing)
         created, deleted = pipelines.create_or_replace_schedule(request, target)
         return Submitted(schedule=created, replaced=deleted, notes=notes)
     return Submitted(job=pipelines.submit(job_id, job, target), notes=notes)

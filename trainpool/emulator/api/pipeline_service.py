@@ -1,37 +1,35 @@
 """``google.cloud.aiplatform.v1.PipelineService``: PipelineJobs and TrainingPipelines.
 
 PipelineJobs (Create, Get, List, Cancel) run locally, each in a process of its own
-(:mod:`trainpool.emulator.pipelines.runs`). TrainingPipelines (Create, Get, List, Cancel,
-Delete), what the SDK's ``Custom*TrainingJob`` classes create, run a backing CustomJob
+(:mod:`trainpool.emulator.pipelines.runs`), created by
+:func:`trainpool.emulator.pipelines.jobs.create` (as a Schedule's runs are).
+TrainingPipelines (Create, Get, List, Cancel, Delete), what the SDK's
+``Custom*TrainingJob`` classes create, run a backing CustomJob
 (:mod:`trainpool.emulator.pipelines.training`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import grpc
 from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types import pipeline_service as ps
 from google.cloud.aiplatform_v1.types import training_pipeline as tp
-from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2, json_format
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import already_exists, not_found, precondition, service
 from trainpool.emulator.jobs.runner import Runner
-from trainpool.emulator.pipelines import training
-from trainpool.emulator.pipelines.runs import TERMINAL, PipelineRuns, start_runs
+from trainpool.emulator.pipelines import jobs, training
+from trainpool.emulator.pipelines.runs import TERMINAL, PipelineRuns, runs_of
 from trainpool.emulator.records import operations
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, TRAINING_PIPELINES
-from trainpool.emulator.records.resources import AlreadyExists, now
+from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState
-from trainpool.errors import InputError, brief
 
 SERVICE = "google.cloud.aiplatform.v1.PipelineService"
-JOB_ID = re.compile(r"^[a-z0-9][-a-z0-9]{0,127}$")
 
 
 class PipelineService:
@@ -49,48 +47,25 @@ class PipelineService:
         return job if job.state in TERMINAL else self.runs.fill_details(job)
 
     def create_job(self, request: ps.CreatePipelineJobRequest) -> Any:
+        """The one create path (:func:`trainpool.emulator.pipelines.jobs.create`), which a
+        Schedule's runs take too."""
         requests.check_parent(request.parent)
-        job: Any = request.pipeline_job
-        message = pj.PipelineJob.pb(job)
-        spec = json_format.MessageToDict(message.pipeline_spec)
-        values = json_format.MessageToDict(message.runtime_config).get("parameterValues", {})
-        if "root" not in spec or "pipelineInfo" not in spec:
-            raise InputError.of(
-                "pipeline_job.pipeline_spec",
-                "has no 'root' and 'pipelineInfo'; accepted: a compiled KFP pipeline (the "
-                "YAML `trainpool compile` writes)",
-            )
+        job = request.pipeline_job
         requests.check_display_name(job.display_name, "pipeline_job.display_name", required=False)
         requests.check_labels(job.labels, "pipeline_job.labels")
         requests.check_gcs_uri(
             job.runtime_config.gcs_output_directory,
             "pipeline_job.runtime_config.gcs_output_directory",
         )
-        requests.check_no_nul(values, "pipeline_job.runtime_config.parameter_values")
-        declared = spec["root"].get("inputDefinitions", {}).get("parameters", {})
-        unknown = sorted(set(values) - set(declared))
-        if unknown:
-            raise InputError.of(
-                "pipeline_job.runtime_config.parameter_values",
-                f"{brief(', '.join(unknown), 200, quoted=False)} not declared by the pipeline; "
-                f"accepted: {', '.join(sorted(declared)) or 'none'}",
-            )
-        job_id = request.pipeline_job_id or self.state.new_id("pipeline")
-        if not JOB_ID.fullmatch(job_id):
-            raise InputError.of(
-                "pipeline_job_id",
-                f"{brief(job_id)}; accepted: up to 128 lowercase letters, digits and hyphens, "
-                "starting with a letter or digit",
-            )
-        job.name = f"{request.parent}/{PIPELINE_JOBS.collection}/{job_id}"
-        job.state = PipelineState.PIPELINE_STATE_QUEUED
-        job.create_time = job.update_time = now()
+        values = json_format.MessageToDict(pj.PipelineJob.pb(job).runtime_config)
+        requests.check_no_nul(
+            values.get("parameterValues", {}), "pipeline_job.runtime_config.parameter_values"
+        )
         try:
-            self.records.insert(PIPELINE_JOBS, request.parent, job)
-        except AlreadyExists:
-            raise already_exists(f"PipelineJob {job.name} exists.") from None
-        self.runs.start(job, spec, values)
-        return self.get_job(job.name)
+            created = jobs.create(self.state, self.runs, request)
+        except AlreadyExists as err:
+            raise already_exists(f"PipelineJob {err.args[0]} exists.") from None
+        return self.get_job(created.name)
 
     def cancel_job(self, request: ps.CancelPipelineJobRequest) -> empty_pb2.Empty:
         job = self.get_job(request.name)
@@ -157,9 +132,7 @@ class PipelineService:
 
 def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
     """The PipelineService handler: PipelineJobs and TrainingPipelines."""
-    pipelines = PipelineService(
-        state, start_runs(state, runner), training.TrainingPipelines(runner)
-    )
+    pipelines = PipelineService(state, runs_of(state, runner), training.TrainingPipelines(runner))
     return service(
         SERVICE,
         {

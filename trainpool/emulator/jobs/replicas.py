@@ -12,7 +12,9 @@
 - A stop asked by the service (:class:`Stop`: a sweep's automated stopping rule stopping a
   trial's CustomJob early) stops every replica the same way and ends CANCELLED, code 1, with
   the stop's reason as the message instead of "CANCELED".
-- ``scheduling.timeout`` passing stops every replica and fails the job.
+- ``scheduling.timeout`` passing stops every replica and fails the job; it is measured on
+  the emulator's clock (``clock``, :meth:`trainpool.emulator.clock.Clock.monotonic`), so
+  advancing the clock past it times the job out.
 - Preemption (``preempt`` set) stops every replica the same way, as a VM going away, and
   fails the job as :data:`trainpool.emulator.jobs.failure_rules.PREEMPTION_RULE` says: no restart,
   no retry.
@@ -162,12 +164,14 @@ def run_replicas(
     kill: KillFault | None = None,
     preempt: threading.Event | None = None,
     stop: Stop | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Outcome:
     """Start every launch, watch, restart and stop them, and say how the job ended.
 
     ``on_started`` gets every set of processes started (first start and restarts);
     ``on_running`` is called once, when every replica has started; ``preempt`` set ends
-    the run preempted; ``stop`` set ends it CANCELLED with its reason. Whatever ends the run
+    the run preempted; ``stop`` set ends it CANCELLED with its reason;
+    ``timeout_s`` is measured with ``clock``. Whatever ends the run
     (an outcome, a start that fails, a callback raising), no replica is left running; a
     run cancelled before it starts starts nothing.
     """
@@ -182,7 +186,9 @@ def run_replicas(
         except OSError as err:
             return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
         on_running()
-        return _watch(run, cancel, timeout_s, kill, preempt or threading.Event(), stop or Stop())
+        return _watch(
+            run, cancel, timeout_s, kill, preempt or threading.Event(), stop or Stop(), clock
+        )
     finally:
         processes.stop(list(run.replicas.values()))
 
@@ -194,8 +200,9 @@ def _watch(
     kill: KillFault | None,
     preempt: threading.Event,
     stop: Stop,
+    clock: Callable[[], float],
 ) -> Outcome:
-    began = time.monotonic()
+    began = clock()
     finished_at: float | None = None
     while True:
         if cancel.is_set():
@@ -206,7 +213,7 @@ def _watch(
             return Outcome(
                 "FAILED", CODE_RESOURCE_EXHAUSTED, preemption_message(sorted(run.replicas))
             )
-        if timeout_s is not None and time.monotonic() - began > timeout_s:
+        if timeout_s is not None and clock() - began > timeout_s:
             return Outcome(
                 "FAILED", CODE_DEADLINE_EXCEEDED, f"The job exceeded its timeout of {timeout_s:g}s."
             )
@@ -279,12 +286,14 @@ def run_spec(
     on_started: Callable[[list[Replica]], None],
     on_running: Callable[[], None] = lambda: None,
     kill: KillFault | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> Outcome:
     """Plan and run the replicas of one CustomJobSpec; any setup problem is a FAILED outcome.
 
     ``on_started`` gets every set of replica processes started (restarts too);
     ``on_running`` is called once every replica has started; ``controls`` cancel or
-    preempt it; ``kill`` is a test fault.
+    preempt it; ``kill`` is a test fault; ``clock`` measures ``scheduling.timeout`` (the
+    emulator's clock).
     """
     note = JobLog(ctx.files.log)
     try:
@@ -306,6 +315,7 @@ def run_spec(
         kill=kill,
         preempt=controls.preempt,
         stop=controls.stop,
+        clock=clock,
     )
     note(f"ended {outcome.state}" + (f": {outcome.message}" if outcome.message else ""))
     return outcome

@@ -24,7 +24,7 @@ from trainpool.emulator.jobs.launches import JobContext
 from trainpool.emulator.jobs.processes import Replica
 from trainpool.emulator.jobs.replicas import Controls, Outcome, run_spec
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, kind_of
-from trainpool.emulator.records.resources import Kind, now
+from trainpool.emulator.records.resources import Kind
 from trainpool.emulator.state import EmulatorState
 from trainpool.home import JobFiles
 from trainpool.spec import normalize_spec
@@ -72,7 +72,7 @@ class Runner:
     # records
     def create(self, kind: Kind, parent: str, job: Any) -> Any:
         """Give ``job`` its name, QUEUED state and times, store it, and return it."""
-        stamp = now()
+        stamp = self.state.clock.now()
         job.name = f"{parent}/{kind.collection}/{self.state.new_id('job')}"
         job.state = JobState.JOB_STATE_QUEUED
         job.create_time = stamp
@@ -202,7 +202,7 @@ class Runner:
                 return
             job.state = state
             if state == JobState.JOB_STATE_RUNNING:
-                job.start_time = now()
+                job.start_time = self.state.clock.now()
 
         self.update(name, change)
 
@@ -213,7 +213,7 @@ class Runner:
 
         def change(job: Any) -> None:
             job.state = getattr(JobState, f"JOB_STATE_{outcome.state}")
-            job.end_time = now()
+            job.end_time = self.state.clock.now()
             if outcome.code:
                 job.error = status_pb2.Status(code=outcome.code, message=outcome.message)
 
@@ -230,6 +230,7 @@ class Runner:
             on_started=lambda replicas: self.record_groups(name, replicas),
             on_running=lambda: self.set_state(name, JobState.JOB_STATE_RUNNING),
             kill=self.kill,
+            clock=self.state.clock.monotonic,
         )
         self.finish(name, outcome)
 

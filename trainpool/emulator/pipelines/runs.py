@@ -10,6 +10,9 @@ process any more: it ends FAILED when the next server starts.
 The run's jobs carry the label ``trainpool-local-run`` = :func:`run_id` of the job; its
 tasks cancel their own jobs when the run is cancelled (as the launchers do on Vertex),
 and what is left with that label is cancelled here.
+
+One :class:`PipelineRuns` per server (:func:`runs_of`): the PipelineService and the
+schedule firer share it; ``on_finish`` hooks hear every end.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +36,6 @@ from trainpool.emulator.jobs import processes
 from trainpool.emulator.jobs.runner import TERMINAL as JOB_TERMINAL
 from trainpool.emulator.jobs.runner import Runner
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, PIPELINE_JOBS, TUNING_JOBS
-from trainpool.emulator.records.resources import now
 from trainpool.emulator.state import EmulatorState
 from trainpool.kfprun import command
 from trainpool.kfprun.execute import RUN_LABEL
@@ -81,6 +84,11 @@ class PipelineRuns:
         self._lock = threading.RLock()
         self._runs: dict[str, processes.Replica] = {}
         self._closed = False
+        self._finish_hooks: list[Callable[[str], None]] = []
+
+    def on_finish(self, hook: Callable[[str], None]) -> None:
+        """Call ``hook(job name)`` after every run's end is recorded."""
+        self._finish_hooks.append(hook)
 
     def _set(self, name: str, **fields: Any) -> Any:
         def change(job: Any) -> None:
@@ -111,7 +119,8 @@ class PipelineRuns:
                 self.finish(job.name, 127, f"could not start the local run: {err}")
                 return
             self._runs[job.name] = run
-            self._set(job.name, state=PipelineState.PIPELINE_STATE_RUNNING, start_time=now())
+            started = self.state.clock.now()
+            self._set(job.name, state=PipelineState.PIPELINE_STATE_RUNNING, start_time=started)
         threading.Thread(target=self._wait, args=(job.name, run), daemon=True).start()
 
     def _wait(self, name: str, run: processes.Replica) -> None:
@@ -137,10 +146,12 @@ class PipelineRuns:
                     job.state = PipelineState.PIPELINE_STATE_FAILED
                     job.error.code = code_pb2.INTERNAL
                     job.error.message = f"the local run exited with status {code}: {log_tail}"
-                job.end_time = now()
+                job.end_time = self.state.clock.now()
                 self.fill_details(job)
 
             self.records.update(PIPELINE_JOBS, name, change)
+        for hook in list(self._finish_hooks):
+            hook(name)
 
     def fill_details(self, job: Any) -> Any:
         """``job`` with ``job_detail.task_details`` as Vertex fills them: the PipelineJob's root
@@ -218,9 +229,14 @@ class PipelineRuns:
             self.finish(name, 1, STOPPED)
 
 
-def start_runs(state: EmulatorState, runner: Runner) -> PipelineRuns:
-    """The pipeline runs of ``state``'s emulator, recovered, stopped with it."""
-    runs = PipelineRuns(state, runner)
-    runs.recover()
-    state.on_stop(runs.stop_all)
-    return runs
+def runs_of(state: EmulatorState, runner: Runner) -> PipelineRuns:
+    """The one PipelineRuns of ``state``'s emulator: made on first use, recovered, stopped
+    with it."""
+
+    def make() -> PipelineRuns:
+        runs = PipelineRuns(state, runner)
+        runs.recover()
+        state.on_stop(runs.stop_all)
+        return runs
+
+    return state.one(PipelineRuns, make)

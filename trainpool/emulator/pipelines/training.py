@@ -34,7 +34,6 @@ from trainpool.emulator.jobs.replicas import Controls
 from trainpool.emulator.jobs.runner import TERMINAL, Runner
 from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TRAINING_PIPELINES, parent_of
-from trainpool.emulator.records.resources import now
 from trainpool.errors import InputError
 from trainpool.spec import normalize_spec
 from trainpool.spec.states import FINAL_PIPELINE_STATES
@@ -90,7 +89,7 @@ class TrainingPipelines:
             f"{parent}/{TRAINING_PIPELINES.collection}/{self.state.new_id('training_pipeline')}"
         )
         pipeline.state = PipelineState.PIPELINE_STATE_QUEUED
-        pipeline.create_time = pipeline.update_time = now()
+        pipeline.create_time = pipeline.update_time = self.state.clock.now()
         job_spec = cj.CustomJobSpec.from_json(json.dumps(spec))
         job = cj.CustomJob(
             display_name=f"{pipeline.display_name}-custom-job",
@@ -135,7 +134,7 @@ class TrainingPipelines:
                     record.start_time = job.start_time
                 record.state = state
                 if final:
-                    record.end_time = now()
+                    record.end_time = self.state.clock.now()
                     if job.error.code:
                         record.error = job.error
                     if state == PipelineState.PIPELINE_STATE_SUCCEEDED and record.model_to_upload:

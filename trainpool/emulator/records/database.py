@@ -3,7 +3,8 @@
 One connection is shared by every thread behind a lock, so calls never interleave:
 ``execute`` runs one statement in its own transaction, ``transaction()`` several,
 committed together. ``new_id(sequence)`` hands out "1000", "1001", ... per sequence, and
-survives restarts.
+survives restarts; ``setting(key)`` / ``set_setting(key, value)`` keep a few values of the
+emulator itself (the clock's offset).
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-_IDS_TABLE = "CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, next INTEGER NOT NULL);"
+_IDS_TABLE = """
+CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, next INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
 FIRST_ID = 1000
 
 
@@ -64,6 +68,18 @@ class Database:
                 (sequence, value + 1),
             )
         return str(value)
+
+    def setting(self, key: str) -> str | None:
+        """The stored value of setting ``key``, or None."""
+        rows = self.execute("SELECT value FROM settings WHERE key = ?", (key,))
+        return str(rows[0]["value"]) if rows else None
+
+    def set_setting(self, key: str, value: str) -> None:
+        self.execute(
+            "INSERT INTO settings (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
 
     def tables(self) -> set[str]:
         rows = self.execute("SELECT name FROM sqlite_master WHERE type = 'table'")

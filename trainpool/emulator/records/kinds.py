@@ -18,7 +18,9 @@ CUSTOM_JOBS = Kind("customJobs", cj.CustomJob, "CustomJob", JobState)
 TUNING_JOBS = Kind(
     "hyperparameterTuningJobs", hptj.HyperparameterTuningJob, "HyperparameterTuningJob", JobState
 )
-PIPELINE_JOBS = Kind("pipelineJobs", pj.PipelineJob, "PipelineJob", PipelineState)
+PIPELINE_JOBS = Kind(
+    "pipelineJobs", pj.PipelineJob, "PipelineJob", PipelineState, indexed=("schedule_name",)
+)
 TRAINING_PIPELINES = Kind(
     "trainingPipelines", tp.TrainingPipeline, "TrainingPipeline", PipelineState
 )

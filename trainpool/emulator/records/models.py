@@ -14,7 +14,7 @@ from google.cloud.aiplatform_v1.types import model as model_types
 
 from trainpool.emulator.records.database import Database
 from trainpool.emulator.records.kinds import MODELS
-from trainpool.emulator.records.resources import AlreadyExists, Records, now
+from trainpool.emulator.records.resources import AlreadyExists, Records
 from trainpool.errors import InputError, brief
 
 VERSION = "1"
@@ -34,7 +34,7 @@ def register(
             "starting with a letter or digit, at most 128 characters",
         )
     model.name = f"{parent}/{MODELS.collection}/{model_id or db.new_id('model')}"
-    stamp = now()
+    stamp = records.clock.now()
     model.version_id = VERSION
     model.version_aliases = ["default"]
     model.create_time = model.update_time = model.version_create_time = stamp

@@ -1,7 +1,12 @@
 """List calls: the ``filter`` (the subset of AIP-160 that listings use), page tokens, SQL.
 
 Accepted filters: conditions joined by ``AND``, each ``state=STATE`` (or ``!=``),
-``display_name="NAME"`` (or ``!=``), or ``labels.KEY="VALUE"`` (or ``!=``); at most
+``display_name="NAME"`` (or ``!=``), ``labels.KEY="VALUE"`` (or ``!=``), or a field the
+kind indexes (:attr:`trainpool.emulator.records.resources.Kind.indexed`), such as a
+PipelineJob's ``schedule_name``. A value is quoted, or bare: letters, digits and
+``_-./:@``, so the aiplatform SDK's ``PipelineJobSchedule.list_jobs()`` filter, sent
+unquoted as ``schedule_name=projects/P/locations/L/schedules/ID``
+(google/cloud/aiplatform/pipeline_job_schedules.py, ``list_jobs``), is understood. At most
 :data:`MAX_FILTER_CHARS` characters and :data:`MAX_CONDITIONS` conditions (the emulator's
 bounds: Vertex publishes none, and AIP-160 lets a service limit a filter's complexity). A
 page token is the sequence number of the last resource of the previous page: digits that
@@ -9,7 +14,7 @@ fit SQLite's 64-bit integer, nothing else. A negative ``page_size`` is refused; 
 :data:`MAX_PAGE_SIZE` is read as that ("If the user specifies a page_size above the
 maximum, the API should coerce it to the maximum", AIP-158). :func:`to_sql` turns the
 conditions into a ``WHERE`` clause over the indexed ``state`` and ``display_name``
-columns and the labels table, so a page costs the same whatever the number of stored
+columns and the labels and fields tables, so a page costs the same whatever the number of stored
 resources.
 """
 
@@ -22,9 +27,7 @@ from typing import Any
 
 from trainpool.errors import InputError, brief
 
-_CONDITION = re.compile(
-    r'^\s*(state|display_name|labels\.[\w-]+)\s*(!=|=)\s*("([^"]*)"|[\w-]+)\s*$'
-)
+_CONDITION = re.compile(r'^\s*([a-z_]+|labels\.[\w-]+)\s*(!=|=)\s*("([^"]*)"|[\w./:@-]+)\s*$')
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 MAX_FILTER_CHARS = 2000
@@ -43,8 +46,9 @@ class Condition:
     value: str
 
 
-def parse_filter(text: str) -> list[Condition]:
-    """The conditions of ``text``; :class:`InputError` naming the part that is not understood."""
+def parse_filter(text: str, indexed: tuple[str, ...] = ()) -> list[Condition]:
+    """The conditions of ``text`` (``indexed``: the kind's other filterable fields);
+    :class:`InputError` naming the part that is not understood."""
     if not text.strip():
         return []
     if len(text) > MAX_FILTER_CHARS:
@@ -60,13 +64,15 @@ def parse_filter(text: str) -> list[Condition]:
             f"{brief(text)} has {len(parts):,} conditions; accepted: at most {MAX_CONDITIONS} "
             f"{_ACCEPTED}",
         )
+    known = ("state", "display_name", *indexed)
     conditions = []
     for part in parts:
         match = _CONDITION.fullmatch(part)
-        if match is None:
+        if match is None or not (match.group(1) in known or match.group(1).startswith("labels.")):
             raise InputError.of(
                 "filter",
-                f"{brief(part)} in {brief(text)} is not understood; accepted: {_ACCEPTED}",
+                f"{brief(part)} in {brief(text)} is not understood; accepted: {_ACCEPTED}"
+                + "".join(f', or {name}="VALUE"' for name in indexed),
             )
         value = match.group(4) if match.group(4) is not None else match.group(3)
         conditions.append(Condition(match.group(1), match.group(2) == "!=", value))
@@ -74,10 +80,15 @@ def parse_filter(text: str) -> list[Condition]:
 
 
 def to_sql(
-    conditions: list[Condition], table: str, labels: str, state_value: Callable[[str], int]
+    conditions: list[Condition],
+    table: str,
+    labels: str,
+    state_value: Callable[[str], int],
+    fields: str = "resource_fields",
 ) -> tuple[str, list[Any]]:
     """`` AND ...`` SQL (and its parameters) selecting the rows of ``table`` that match;
-    ``labels`` is the ``(name, key, value)`` table of their labels.
+    ``labels`` is the ``(name, key, value)`` table of their labels, ``fields`` the
+    ``(name, field, value)`` table of their indexed fields.
 
     ``state_value`` maps a state name to the integer stored in ``state`` (-1: none).
     """
@@ -92,15 +103,20 @@ def to_sql(
             sql += f" AND {table}.display_name {op} ?"
             params.append(c.value)
         else:
-            key = c.field.split(".", 1)[1]
+            rows, column, key = (
+                (labels, "key", c.field.split(".", 1)[1])
+                if c.field.startswith("labels.")
+                else (fields, "field", c.field)
+            )
             if c.value and not c.negate:
                 sql += (
-                    f" AND {table}.name IN (SELECT name FROM {labels} WHERE key = ? AND value = ?)"
+                    f" AND {table}.name IN "
+                    f"(SELECT name FROM {rows} WHERE {column} = ? AND value = ?)"
                 )
-            else:  # a missing label reads as ""
+            else:  # a missing label or field reads as ""
                 sql += (
-                    f" AND COALESCE((SELECT value FROM {labels} l WHERE l.name = {table}.name "
-                    f"AND l.key = ?), '') {op} ?"
+                    f" AND COALESCE((SELECT value FROM {rows} l WHERE l.name = {table}.name "
+                    f"AND l.{column} = ?), '') {op} ?"
                 )
             params += [key, c.value]
     return sql, params

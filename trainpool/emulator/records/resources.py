@@ -3,12 +3,16 @@
 A record is the whole proto (``CustomJob.serialize``), so every field a client sent
 comes back unchanged. Beside it, indexed columns hold what a List filters and orders by:
 ``kind`` (the collection, ``customJobs``), ``parent``, ``seq`` (creation order, the page
-token), ``state`` and ``display_name``; labels are rows of ``resource_labels``. A List
+token), ``state`` and ``display_name``; labels are rows of ``resource_labels``, and the
+fields a kind indexes (a PipelineJob's ``schedule_name``) rows of ``resource_fields``. A List
 answers its filter and its page from those indexes in SQL and deserializes only the page
 it returns, so its cost does not grow with the number of stored resources.
 
-A :class:`Kind` says how a collection's resources are stored: its proto-plus message, and
-the enum its ``state`` filter names (``state=JOB_STATE_RUNNING``).
+A :class:`Kind` says how a collection's resources are stored: its proto-plus message, the
+enum its ``state`` filter names (``state=JOB_STATE_RUNNING``), and the string fields a List
+may filter on (``schedule_name=...``).
+
+Timestamps (``update_time``) come from the emulator's clock (:mod:`trainpool.emulator.clock`).
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
+from trainpool.emulator.clock import Clock
 from trainpool.emulator.records import paging
 from trainpool.emulator.records.database import Database
 
@@ -40,24 +44,30 @@ CREATE TABLE IF NOT EXISTS resource_labels (
   name TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name, key)
 );
 CREATE INDEX IF NOT EXISTS resource_labels_by_value ON resource_labels (key, value, name);
+CREATE TABLE IF NOT EXISTS resource_fields (
+  name TEXT NOT NULL, field TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name, field)
+);
+CREATE INDEX IF NOT EXISTS resource_fields_by_value ON resource_fields (field, value, name);
 """
-
-
-def now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 @dataclass(frozen=True)
 class Kind:
     """A collection of resources: ``collection`` as in their names (``customJobs``), the
-    proto-plus ``message``, what a message calls it (``CustomJob``), and the enum whose
-    member names a ``state=`` filter takes (None: the kind has no state)."""
+    proto-plus ``message``, what a message calls it (``CustomJob``), the enum whose
+    member names a ``state=`` filter takes (None: the kind has no state), and the string
+    fields a filter may name (``indexed``: stored in ``resource_fields`` when not empty)."""
 
     collection: str
     message: Any
     label: str
     states: Any = None
     state_field: str = "state"
+    indexed: tuple[str, ...] = ()
+
+    def fields_of(self, resource: Any) -> dict[str, str]:
+        """The indexed fields of ``resource`` that are set."""
+        return {f: str(getattr(resource, f)) for f in self.indexed if getattr(resource, f, "")}
 
     def state_of(self, resource: Any) -> int:
         return int(getattr(resource, self.state_field, 0) or 0) if self.states else 0
@@ -82,8 +92,9 @@ def _labels(resource: Any) -> dict[str, str]:
 class Records:
     """The resources of one emulator; updates are read-modify-write under one lock."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: Clock | None = None) -> None:
         self.db = db
+        self.clock = clock or Clock()
         db.executescript(_SCHEMA)
         self._lock = threading.RLock()
 
@@ -105,6 +116,7 @@ class Records:
                     ),
                 )
                 self._set_labels(conn, resource.name, _labels(resource))
+                self._set_fields(conn, resource.name, kind.fields_of(resource))
         except sqlite3.IntegrityError:
             raise AlreadyExists(resource.name) from None
         return resource
@@ -115,6 +127,14 @@ class Records:
         conn.executemany(
             "INSERT INTO resource_labels (name, key, value) VALUES (?, ?, ?)",
             [(name, key, value) for key, value in labels.items()],
+        )
+
+    @staticmethod
+    def _set_fields(conn: sqlite3.Connection, name: str, fields: dict[str, str]) -> None:
+        conn.execute("DELETE FROM resource_fields WHERE name = ?", (name,))
+        conn.executemany(
+            "INSERT INTO resource_fields (name, field, value) VALUES (?, ?, ?)",
+            [(name, key, value) for key, value in fields.items()],
         )
 
     def get(self, kind: Kind, name: str) -> Any | None:
@@ -130,14 +150,17 @@ class Records:
             raise KeyError(name)
         return found
 
-    def update(self, kind: Kind, name: str, change: Callable[[Any], None]) -> Any:
-        """Apply ``change`` to the stored resource, stamp ``update_time``, store and return it."""
+    def update(
+        self, kind: Kind, name: str, change: Callable[[Any], None], *, stamp: bool = True
+    ) -> Any:
+        """Apply ``change`` to the stored resource, stamp ``update_time`` (unless ``stamp`` is
+        False: a change of output fields only), store and return it."""
         with self._lock:
             resource = self.require(kind, name)
-            before = _labels(resource)
+            before = _labels(resource), kind.fields_of(resource)
             change(resource)
-            if kind.stamps_updates():
-                resource.update_time = now()
+            if stamp and kind.stamps_updates():
+                resource.update_time = self.clock.now()
             with self.db.transaction() as conn:
                 conn.execute(
                     "UPDATE resources SET state = ?, display_name = ?, proto = ? WHERE name = ?",
@@ -148,9 +171,11 @@ class Records:
                         name,
                     ),
                 )
-                after = _labels(resource)
-                if after != before:
-                    self._set_labels(conn, name, after)
+                labels, fields = _labels(resource), kind.fields_of(resource)
+                if labels != before[0]:
+                    self._set_labels(conn, name, labels)
+                if fields != before[1]:
+                    self._set_fields(conn, name, fields)
             return resource
 
     def delete(self, kind: Kind, name: str) -> bool:
@@ -160,6 +185,7 @@ class Records:
                 "DELETE FROM resources WHERE name = ? AND kind = ?", (name, kind.collection)
             ).rowcount
             conn.execute("DELETE FROM resource_labels WHERE name = ?", (name,))
+            conn.execute("DELETE FROM resource_fields WHERE name = ?", (name,))
         return bool(gone)
 
     def page(
@@ -168,9 +194,8 @@ class Records:
         """One page of ``kind`` under ``parent`` that match ``filter``, in creation order,
         and the next page token ("" on the last page). Bad filters and tokens raise
         :class:`trainpool.errors.InputError`."""
-        conditions = paging.parse_filter(filter)
+        where, params = self._where(kind, filter)
         size = paging.page_size(page_size)
-        where, params = paging.to_sql(conditions, "resources", "resource_labels", kind.state_value)
         rows = self.db.execute(
             "SELECT seq, proto FROM resources WHERE kind = ? AND parent = ? AND seq > ?"
             f"{where} ORDER BY seq LIMIT ?",
@@ -178,6 +203,35 @@ class Records:
         )
         token = str(rows[size - 1]["seq"]) if len(rows) > size else ""
         return [kind.message.deserialize(row["proto"]) for row in rows[:size]], token
+
+    def _where(self, kind: Kind, filter: str) -> tuple[str, list[Any]]:
+        conditions = paging.parse_filter(filter, kind.indexed)
+        return paging.to_sql(
+            conditions, "resources", "resource_labels", kind.state_value, "resource_fields"
+        )
+
+    def count(
+        self,
+        kind: Kind,
+        parent: str | None,
+        *,
+        filter: str = "",
+        not_states: Iterable[int] = (),
+    ) -> int:
+        """How many of ``kind`` under ``parent`` (None: any) match ``filter`` with a state
+        not in ``not_states`` (a schedule's active runs), counted in SQL."""
+        where, params = self._where(kind, filter)
+        if parent is not None:
+            where += " AND resources.parent = ?"
+            params.append(parent)
+        values = [int(v) for v in not_states]
+        if values:
+            where += f" AND resources.state NOT IN ({','.join('?' * len(values))})"
+        rows = self.db.execute(
+            f"SELECT COUNT(*) AS n FROM resources WHERE kind = ?{where}",
+            [kind.collection, *params, *values],
+        )
+        return int(rows[0]["n"])
 
     def names(
         self, kind: Kind, *, states: Iterable[int] | None = None, not_states: Iterable[int] = ()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from concurrent import futures
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,7 +45,6 @@ from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.replicas import Controls, Outcome, run_spec
 from trainpool.emulator.jobs.runner import Runner, job_spec_rest
 from trainpool.emulator.records.kinds import CUSTOM_JOBS
-from trainpool.emulator.records.resources import now
 from trainpool.emulator.sweeps.stopping import EarlyStopping
 from trainpool.emulator.sweeps.study_fields import notes
 from trainpool.emulator.sweeps.suggestions import Params, Search
@@ -106,7 +106,8 @@ class TuningRun:
             if self.rule
             else None
         )
-        self.started: dict[str, datetime] = {}
+        self.started: dict[str, float] = {}
+        """Each running trial's start, in real POSIX time (the trainer stamps its metrics so)."""
 
     def run(self) -> Outcome:
         self.note(f"search algorithm {self.search.note}")
@@ -171,6 +172,7 @@ class TuningRun:
                 on_started=lambda replicas: self.runner.record_groups(self.name, replicas),
                 on_running=lambda: self.runner.set_state(job_name, JobState.JOB_STATE_RUNNING),
                 kill=self.runner.kill,
+                clock=self.runner.state.clock.monotonic,
             )
             self.runner.finish(job_name, outcome)
             return outcome
@@ -192,7 +194,8 @@ class TuningRun:
         link = self.runner.files(job_name).dir
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(os.path.relpath(trial_dir, link.parent))
-        started = self.started[trial_id] = now()
+        started = self.runner.state.clock.now()
+        self.started[trial_id] = time.time()
         trial = Trial(
             id=trial_id,
             state=Trial.State.ACTIVE,
@@ -203,7 +206,7 @@ class TuningRun:
         self.runner.update(self.name, lambda job: job.trials.append(trial))
         if self.early:
             metric_file = self.runner.files(self.name, trial_id).metric_file()
-            self.early.start(trial_id, job_name, metric_file, started.timestamp())
+            self.early.start(trial_id, job_name, metric_file, self.started[trial_id])
         self.note(f"trial {trial_id} started with {params} as {job_name}")
         return job_name, controls
 
@@ -217,7 +220,7 @@ class TuningRun:
             records = read_metrics(str(metric_file))
         except ValueError as err:  # a line the trainer wrote is not a measurement
             records, unreadable = [], str(err)
-        started = self.started.pop(trial_id).timestamp()
+        started = self.started.pop(trial_id)
         reported = records[-1].global_step if records else 0
         early = False
         if self.early:
@@ -232,19 +235,18 @@ class TuningRun:
                     f"(read from {metric_file})."
                 )
         self.search.tell(number, None if result is None else result[0])
-        ended = now()
+        ended = self.runner.state.clock.now()
 
         def record(job: Any) -> None:
             trial = job.trials[int(trial_id) - 1]
             trial.end_time = ended
-            started = datetime.fromisoformat(trial.start_time.isoformat())
             trial.measurements = [step(r, started) for r in records]
             if result is None:
                 trial.state = Trial.State.INFEASIBLE
                 trial.infeasible_reason = reason
                 return
             trial.state = Trial.State.SUCCEEDED
-            elapsed = ended - started
+            elapsed = ended - datetime.fromisoformat(trial.start_time.isoformat())
             trial.final_measurement = study_types.Measurement(
                 step_count=result[1],
                 elapsed_duration=duration_pb2.Duration(seconds=int(elapsed.total_seconds())),
@@ -280,10 +282,11 @@ class TuningRun:
         )
 
 
-def step(record: MetricRecord, started: datetime) -> study_types.Measurement:
+def step(record: MetricRecord, started: float) -> study_types.Measurement:
     """One reported step as a ``Measurement``: every metric of the record, its step, and
-    the time since the trial started."""
-    elapsed = max(0.0, record.timestamp - started.timestamp())
+    the time since the trial started (``started``: the real POSIX time the trial started;
+    the record's timestamp is the trainer's, in real time)."""
+    elapsed = max(0.0, record.timestamp - started)
     return study_types.Measurement(
         step_count=record.global_step,
         elapsed_duration=timedelta(seconds=elapsed),
