@@ -45,6 +45,14 @@ def emulator_command(
         str, typer.Option(help="Fault: SIGKILL this replica (e.g. workerpool1-0) of every job...")
     ] = "",
     kill_after: Annotated[float, typer.Option(help="...this many seconds after it starts.")] = 1.0,
+    max_replicas: Annotated[
+        int | None,
+        typer.Option(
+            help="Replicas running at once, this machine's quota: jobs beyond it wait QUEUED "
+            "and start in creation order (default: $TRAINPOOL_EMULATOR_MAX_REPLICAS, else "
+            "twice the CPUs, at least 8)."
+        ),
+    ] = None,
     storage: Annotated[
         bool,
         typer.Option(
@@ -65,7 +73,13 @@ def emulator_command(
             methods=tuple(fault_method or ()),
             kill=emulator.KillFault(kill_replica, kill_after) if kill_replica else None,
         )
-        emu = emulator.start(root or default_root(), port=port, faults=faults, storage=storage)
+        emu = emulator.start(
+            root or default_root(),
+            port=port,
+            faults=faults,
+            storage=storage,
+            max_replicas=max_replicas,
+        )
     except (ValueError, OSError) as err:
         fail(str(err))
     stopping = threading.Event()
@@ -75,7 +89,10 @@ def emulator_command(
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    typer.echo(f"Vertex AI emulator listening on {emu.address} (root {emu.root})")
+    typer.echo(
+        f"Vertex AI emulator listening on {emu.address} (root {emu.root}; "
+        f"at most {emu.runner.quota.limit} replicas at once)"
+    )
     typer.echo(f"export VERTEX_AI_EMULATOR_HOST={emu.address}", err=True)
     if emu.storage_address:
         typer.echo(

@@ -30,6 +30,7 @@ from trainpool.emulator.api import (
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
+from trainpool.emulator.jobs.quota import default_limit, parse_limit
 from trainpool.emulator.jobs.runner import Runner, start_runner
 from trainpool.emulator.state import EmulatorState
 
@@ -114,6 +115,7 @@ def start(
     port: int | None = None,
     faults: Faults | None = None,
     storage: bool = False,
+    max_replicas: int | None = None,
 ) -> Emulator:
     """Serve every service in ``SERVICES`` from ``root``, on ``unix:<root>/emulator.sock``
     (mode 0600), or on ``127.0.0.1:port`` when ``port`` is given (0: a free port).
@@ -122,11 +124,16 @@ def start(
     ``http://127.0.0.1:PORT`` (a free port; :mod:`trainpool.emulator.cloud_storage`), for
     clients given ``STORAGE_EMULATOR_HOST``: a port, so every local user can reach it.
 
+    ``max_replicas`` bounds the replicas running at once (the machine's quota,
+    :mod:`trainpool.emulator.jobs.quota`; default ``$TRAINPOOL_EMULATOR_MAX_REPLICAS``, else
+    twice the CPUs, at least 8): jobs beyond it wait QUEUED.
+
     Raises :class:`trainpool.emulator.root_lock.RootInUse` (an ``OSError``) when another
     emulator serves ``root``; nothing of that one is touched.
     """
     if port is not None and not 0 <= port <= 65535:
         raise ValueError(f"port: {port!r}; accepted: 0 (any free port) to 65535")
+    limit = parse_limit(max_replicas) if max_replicas is not None else default_limit()
     root = Path(root).resolve()
     lock = root_lock.acquire(root)
     try:
@@ -149,7 +156,7 @@ def start(
             state.address = listen.listen_unix(server, listen.socket_path(state.home))
         else:
             state.address = listen.listen_tcp(server, port)
-        runner = start_runner(state)
+        runner = start_runner(state, limit)
         server.add_generic_rpc_handlers([module.handler(state, runner) for module in SERVICES])
     except BaseException:
         if door is not None:

@@ -42,9 +42,11 @@ class JobService:
         requests.check_parent(request.parent)
         job = request.custom_job
         requests.check_display_name(job.display_name, "custom_job.display_name")
-        requests.check_job_spec(job_spec_rest(job.job_spec))
+        spec = job_spec_rest(job.job_spec)
+        requests.check_job_spec(spec)
+        self.runner.check_quota(spec)
         job = self.runner.create(CUSTOM_JOBS, request.parent, job)
-        self.runner.submit(job.name, self.runner.run_custom_job)
+        self.runner.run_custom_job(job.name)
         return job
 
     def create_tuning_job(
@@ -53,19 +55,17 @@ class JobService:
         requests.check_parent(request.parent)
         job = request.hyperparameter_tuning_job
         requests.check_display_name(job.display_name, "hyperparameter_tuning_job.display_name")
-        requests.check_job_spec(
-            job_spec_rest(job.trial_job_spec), "hyperparameter_tuning_job.trial_job_spec"
-        )
+        spec = job_spec_rest(job.trial_job_spec)
+        requests.check_job_spec(spec, "hyperparameter_tuning_job.trial_job_spec")
         requests.check_study(
             study_spec_rest(job.study_spec),
             job.max_trial_count,
             job.parallel_trial_count,
             job.max_failed_trial_count,
         )
+        self.runner.check_quota(spec)
         job = self.runner.create(TUNING_JOBS, request.parent, job)
-        self.runner.submit(
-            job.name, lambda name, controls: run_tuning_job(self.runner, name, controls.cancel)
-        )
+        run_tuning_job(self.runner, job.name)
         return job
 
     def list(self, kind: Kind, request: Any) -> tuple[list[Any], str]:

@@ -9,6 +9,11 @@ it returns, so its cost does not grow with the number of stored resources.
 
 A :class:`Kind` says how a collection's resources are stored: its proto-plus message, and
 the enum its ``state`` filter names (``state=JOB_STATE_RUNNING``).
+
+When the disk is full (:class:`trainpool.emulator.records.database.DiskFull`), an insert
+fails (nothing is created) but an update is kept in memory and served by ``get`` and
+``page`` until a later write can store it: a job that fails because its disk is full is
+shown FAILED at once, even when not one more byte can be written.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from trainpool.emulator.records import paging
-from trainpool.emulator.records.database import Database
+from trainpool.emulator.records.database import Database, DiskFull
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -86,6 +91,7 @@ class Records:
         self.db = db
         db.executescript(_SCHEMA)
         self._lock = threading.RLock()
+        self._unsaved: dict[str, tuple[Kind, Any]] = {}
 
     def insert(self, kind: Kind, parent: str, resource: Any) -> Any:
         """Store ``resource`` (its ``name`` set) under ``parent``; :class:`AlreadyExists` when
@@ -118,6 +124,9 @@ class Records:
         )
 
     def get(self, kind: Kind, name: str) -> Any | None:
+        unsaved = self._unsaved.get(name)
+        if unsaved is not None and unsaved[0] == kind:
+            return kind.message.deserialize(kind.message.serialize(unsaved[1]))
         rows = self.db.execute(
             "SELECT proto FROM resources WHERE name = ? AND kind = ?", (name, kind.collection)
         )
@@ -131,27 +140,47 @@ class Records:
         return found
 
     def update(self, kind: Kind, name: str, change: Callable[[Any], None]) -> Any:
-        """Apply ``change`` to the stored resource, stamp ``update_time``, store and return it."""
+        """Apply ``change`` to the stored resource, stamp ``update_time``, store and return it
+        (kept in memory while the disk is full)."""
         with self._lock:
+            self._flush()
             resource = self.require(kind, name)
             before = _labels(resource)
             change(resource)
             if kind.stamps_updates():
                 resource.update_time = now()
-            with self.db.transaction() as conn:
-                conn.execute(
-                    "UPDATE resources SET state = ?, display_name = ?, proto = ? WHERE name = ?",
-                    (
-                        kind.state_of(resource),
-                        getattr(resource, "display_name", ""),
-                        kind.message.serialize(resource),
-                        name,
-                    ),
-                )
-                after = _labels(resource)
-                if after != before:
-                    self._set_labels(conn, name, after)
+            try:
+                self._write(kind, name, resource, labels=_labels(resource) != before)
+            except DiskFull:
+                self._unsaved[name] = (kind, resource)
             return resource
+
+    def _write(self, kind: Kind, name: str, resource: Any, labels: bool = True) -> None:
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE resources SET state = ?, display_name = ?, proto = ? WHERE name = ?",
+                (
+                    kind.state_of(resource),
+                    getattr(resource, "display_name", ""),
+                    kind.message.serialize(resource),
+                    name,
+                ),
+            )
+            if labels:
+                self._set_labels(conn, name, _labels(resource))
+        self._unsaved.pop(name, None)
+
+    def _flush(self) -> None:
+        """Store the updates a full disk held back, while it lets them."""
+        for name, (kind, resource) in list(self._unsaved.items()):
+            try:
+                self._write(kind, name, resource)
+            except DiskFull:
+                return
+
+    def unsaved(self) -> int:
+        """How many updates wait in memory for disk space."""
+        return len(self._unsaved)
 
     def delete(self, kind: Kind, name: str) -> bool:
         """Remove the resource; False when there was none."""
@@ -177,7 +206,12 @@ class Records:
             [kind.collection, parent, paging.page_after(page_token), *params, size + 1],
         )
         token = str(rows[size - 1]["seq"]) if len(rows) > size else ""
-        return [kind.message.deserialize(row["proto"]) for row in rows[:size]], token
+        found = []
+        for row in rows[:size]:
+            resource = kind.message.deserialize(row["proto"])
+            unsaved = self._unsaved.get(resource.name)
+            found.append(resource if unsaved is None else self.get(kind, resource.name))
+        return found, token
 
     def names(
         self, kind: Kind, *, states: Iterable[int] | None = None, not_states: Iterable[int] = ()
