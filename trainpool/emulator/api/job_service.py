@@ -82,8 +82,10 @@ class JobService:
             if record.state not in TERMINAL:
                 record.state = JobState.JOB_STATE_CANCELLING
 
-        self.records.update(kind, name, mark)
-        self.runner.cancel(name)
+        try:
+            self.records.update(kind, name, mark)
+        finally:
+            self.runner.cancel(name)
         return empty_pb2.Empty()
 
     def delete(self, name: str, kind: Kind) -> operations_pb2.Operation:

@@ -12,7 +12,7 @@ It speaks JSON lines. On standard input, one request per replica to start: ``{"i
 "argv": [...], "env": {...}, "cwd": DIR, "log": FILE}``. On standard output: ``{"id": N,
 "pid": P, "ticks": T}`` once the replica is forked (``T``: its start time in clock ticks,
 ``/proc/P/stat`` field 22, read before the process can be reaped), or ``{"id": N, "error":
-TEXT}`` when it could not be; and ``{"pid": P, "status": S}`` when replica ``P`` ended
+TEXT, "errno": E}`` when it could not be; and ``{"pid": P, "status": S}`` when replica ``P`` ended
 (``S``: its wait status). Each replica runs in a session (process group) of its own (made
 before its start is reported, so the emulator can signal the group at once), with
 standard input from ``/dev/null``, standard output and error appended to ``FILE``; an argv
@@ -108,7 +108,7 @@ def _start(request: dict[str, object]) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
         log = os.open(str(request["log"]), flags, 0o666)
     except OSError as err:
-        _send({"id": request["id"], "error": str(err)})
+        _send({"id": request["id"], "error": err.strerror or str(err), "errno": err.errno})
         return
     # Blocked across the fork: a SIGTERM sent to the new group before the child has reset
     # the guard's dispositions (SIGTERM ignored) waits, instead of being lost.
@@ -120,7 +120,7 @@ def _start(request: dict[str, object]) -> None:
         os.close(log)
         os.close(ready)
         os.close(wait_r)
-        _send({"id": request["id"], "error": str(err)})
+        _send({"id": request["id"], "error": err.strerror or str(err), "errno": err.errno})
         return
     finally:
         if os.getpid() == guard_pid:

@@ -48,6 +48,7 @@ from trainpool.emulator.jobs.failure_rules import (
     preemption_message,
 )
 from trainpool.emulator.jobs.processes import Launch, Replica
+from trainpool.emulator.records.database import is_disk_full
 
 POLL_S = 0.05
 """How often :func:`run_replicas` looks at controls that cannot wake it (plain Events)."""
@@ -128,6 +129,8 @@ class ReplicaRun:
         try:
             self._start(self.launches)
         except OSError as err:
+            if is_disk_full(err):
+                raise
             return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
         return None
 
@@ -137,6 +140,8 @@ class ReplicaRun:
             try:
                 replica = self.replicas[launch.name] = spawner.start(launch)
             except OSError as err:
+                if is_disk_full(err):
+                    raise
                 raise OSError(f"Cannot start {launch.name}: {err}") from err
             started.append(replica)
         self.record(started)
@@ -176,6 +181,8 @@ class ReplicaRun:
                 try:
                     outcome = self.on_failure(replica, status)
                 except OSError as err:
+                    if is_disk_full(err):
+                        raise
                     return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
                 if outcome is not None:
                     return outcome

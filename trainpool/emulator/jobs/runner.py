@@ -121,7 +121,11 @@ class Runner:
     # processes
     def record_groups(self, name: str, replicas: list[Replica]) -> None:
         """Remember each replica's process by pid, start time and boot id, so that recovery
-        after a crash stops survivors that are provably these, and never a reused pid."""
+        after a crash stops survivors that are provably these, and never a reused pid. On a
+        disk with less than ``MIN_FREE_BYTES`` left it raises ``DiskFull``: a job whose
+        replicas (re)start there fails, naming the disk, rather than run on with no room for
+        its logs and records."""
+        self.state.db.require_space()
         rows = [
             (name, r.launch.name, r.identity.pid, r.identity.start_ticks, r.identity.boot_id)
             for r in replicas

@@ -52,6 +52,7 @@ class _Guard:
         self._pending: dict[int, tuple[Launch, Future[Replica]]] = {}
         self._live: dict[int, Replica] = {}
         self._stdin: IO[bytes] | None = None
+        self.pid: int | None = None
         self._ready: Future[None] | None = None
         self._thread: threading.Thread | None = None
 
@@ -107,6 +108,7 @@ class _Guard:
         assert proc.stdin is not None and proc.stdout is not None
         with self._lock:
             self._stdin = proc.stdin
+            self.pid = proc.pid
         self._ready.set_result(None)
         for line in proc.stdout:
             self._handle(json.loads(line))
@@ -118,7 +120,7 @@ class _Guard:
             with self._lock:
                 launch, done = self._pending.pop(message["id"])
             if "error" in message:
-                done.set_exception(OSError(message["error"]))
+                done.set_exception(OSError(message.get("errno") or 0, message["error"]))
                 return
             pid, ticks = int(message["pid"]), int(message["ticks"])
             identity = ProcessId(pid, ticks, processes.boot_id()) if ticks >= 0 else None
@@ -157,3 +159,8 @@ def start(launch: Launch) -> Replica:
     processes.check_executable(launch)
     launch.log.parent.mkdir(parents=True, exist_ok=True)
     return _guard.start(launch)
+
+
+def guard_pid() -> int | None:
+    """The pid of the running guard process (None before the first start)."""
+    return _guard.pid

@@ -11,9 +11,10 @@ A :class:`Kind` says how a collection's resources are stored: its proto-plus mes
 the enum its ``state`` filter names (``state=JOB_STATE_RUNNING``).
 
 When the disk is full (:class:`trainpool.emulator.records.database.DiskFull`), an insert
-fails (nothing is created) but an update is kept in memory and served by ``get`` and
-``page`` until a later write can store it: a job that fails because its disk is full is
-shown FAILED at once, even when not one more byte can be written.
+fails (nothing is created); an update is kept in memory, served by ``get`` and ``page``
+until a later write can store it, and raises ``DiskFull`` so the caller knows: a job that
+fails because its disk is full is shown FAILED at once, even when not one more byte can be
+written.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ class Records:
 
     def update(self, kind: Kind, name: str, change: Callable[[Any], None]) -> Any:
         """Apply ``change`` to the stored resource, stamp ``update_time``, store and return it
-        (kept in memory while the disk is full)."""
+        (on a full disk it is kept in memory, and ``DiskFull`` raised)."""
         with self._lock:
             self._flush()
             resource = self.require(kind, name)
@@ -153,6 +154,7 @@ class Records:
                 self._write(kind, name, resource, labels=_labels(resource) != before)
             except DiskFull:
                 self._unsaved[name] = (kind, resource)
+                raise
             return resource
 
     def _write(self, kind: Kind, name: str, resource: Any, labels: bool = True) -> None:
