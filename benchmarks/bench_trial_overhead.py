@@ -46,14 +46,17 @@ hypertune.HyperTune().report_hyperparameter_tuning_metric(
 
 
 def start_server(root: Path) -> tuple[subprocess.Popen[str], str]:
+    root.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(
         [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(root)],
+        cwd=root,  # not this checkout: ``-m`` puts the working directory first on the path
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
+    print(f"server: {line.strip()}")
     return proc, line.split()[5]
 
 

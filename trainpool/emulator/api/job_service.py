@@ -46,7 +46,7 @@ class JobService:
         requests.check_job_spec(spec)
         self.runner.check_quota(spec)
         job = self.runner.create(CUSTOM_JOBS, request.parent, job)
-        self.runner.run_custom_job(job.name)
+        self.runner.run_custom_job(job.name, spec=spec)
         return job
 
     def create_tuning_job(

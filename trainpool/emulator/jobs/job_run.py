@@ -174,8 +174,9 @@ class JobRun:
             self._end(outcome)
             return
         due = self.run.next_wake()
-        if self.timer is not None and (due is None or self.timer.when != due):
-            self.timer.cancel()
+        timer = self.timer
+        if timer is not None and (timer.when != due or timer.when <= time.monotonic()):
+            timer.cancel()  # changed, or fell due already
             self.timer = None
         if due is not None and self.timer is None:
             self.timer = self.runner.engine.timers.at(due, lambda: self.serial.send(self._step))

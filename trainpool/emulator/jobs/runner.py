@@ -171,12 +171,19 @@ class Runner:
         gets its outcome once it is recorded."""
         JobRun(self, name, spec, ctx, controls, on_end).start()
 
-    def run_custom_job(self, name: str, on_end: Callable[[Outcome], None] = lambda _: None) -> None:
-        """Run stored CustomJob ``name``: QUEUED until the quota admits it, PENDING, RUNNING,
-        then its outcome."""
+    def run_custom_job(
+        self,
+        name: str,
+        on_end: Callable[[Outcome], None] = lambda _: None,
+        spec: dict[str, Any] | None = None,
+    ) -> None:
+        """Run stored CustomJob ``name`` (``spec``: its job spec as REST JSON, read from the
+        record when not given): QUEUED until the quota admits it, PENDING, RUNNING, then its
+        outcome."""
         controls = self.register(name)
-        job = self.require(name)
-        self.launch(name, job_spec_rest(job.job_spec), self.context(name), controls, on_end)
+        if spec is None:
+            spec = job_spec_rest(self.require(name).job_spec)
+        self.launch(name, spec, self.context(name), controls, on_end)
 
     def is_running(self, name: str) -> bool:
         """True until job ``name``'s life here has ended (its end recorded and announced)."""

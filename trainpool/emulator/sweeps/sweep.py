@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
-from google.protobuf import duration_pb2
 
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED, CODE_FAILED_PRECONDITION
@@ -53,13 +52,13 @@ from trainpool.emulator.records.resources import now
 from trainpool.emulator.sweeps.stopping import EarlyStopping
 from trainpool.emulator.sweeps.study_fields import notes
 from trainpool.emulator.sweeps.suggestions import Params, Search
+from trainpool.emulator.sweeps.trial_results import read_records, recorder
 from trainpool.emulator.sweeps.trial_rules import (
     measurement,
     stopping_rule,
     trials_fail_job,
     trials_rule,
 )
-from trainpool.runtime.hypertune import MetricRecord, read_metrics
 
 Trial = study_types.Trial
 
@@ -266,11 +265,7 @@ class TuningRun:
         metric_file = self.runner.files(self.name, trial_id).metric_file()
         result = None
         reason = outcome.message
-        unreadable = ""
-        try:
-            records = read_metrics(str(metric_file))
-        except ValueError as err:  # a line the trainer wrote is not a measurement
-            records, unreadable = [], str(err)
+        records, unreadable = read_records(metric_file)
         started = self.started.pop(trial_id).timestamp()
         reported = records[-1].global_step if records else 0
         early = False
@@ -286,25 +281,7 @@ class TuningRun:
                     f"(read from {metric_file})."
                 )
         self.search.tell(number, None if result is None else result[0])
-        ended = now()
-
-        def record(job: Any) -> None:
-            trial = job.trials[int(trial_id) - 1]
-            trial.end_time = ended
-            started = datetime.fromisoformat(trial.start_time.isoformat())
-            trial.measurements = [step(r, started) for r in records]
-            if result is None:
-                trial.state = Trial.State.INFEASIBLE
-                trial.infeasible_reason = reason
-                return
-            trial.state = Trial.State.SUCCEEDED
-            elapsed = ended - started
-            trial.final_measurement = study_types.Measurement(
-                step_count=result[1],
-                elapsed_duration=duration_pb2.Duration(seconds=int(elapsed.total_seconds())),
-                metrics=[{"metric_id": self.metric_id, "value": result[0]}],
-            )
-
+        record = recorder(trial_id, records, result, reason, self.metric_id, now())
         self.runner.update(self.name, record)
         if result is not None and early:
             self.succeeded += 1
@@ -332,17 +309,6 @@ class TuningRun:
             f"{self.failed} trial(s) failed and {self.succeeded} succeeded; "
             f"{trials_rule(self.max_failed, self.max_trials)}. Trial {trial_id}: {reason}",
         )
-
-
-def step(record: MetricRecord, started: datetime) -> study_types.Measurement:
-    """One reported step as a ``Measurement``: every metric of the record, its step, and
-    the time since the trial started."""
-    elapsed = max(0.0, record.timestamp - started.timestamp())
-    return study_types.Measurement(
-        step_count=record.global_step,
-        elapsed_duration=timedelta(seconds=elapsed),
-        metrics=[{"metric_id": k, "value": v} for k, v in record.values.items()],
-    )
 
 
 def run_tuning_job(runner: Runner, name: str) -> None:
