@@ -138,9 +138,6 @@ class Runner:
                 rows,
             )
 
-    def forget_groups(self, name: str) -> None:
-        self.state.db.execute("DELETE FROM replica_processes WHERE job = ?", (name,))
-
     # controls and lives
     def register(self, name: str) -> Controls:
         """Make job ``name`` reachable by :meth:`cancel`, :meth:`stop` and :meth:`preempt`
@@ -233,7 +230,8 @@ class Runner:
 
     def finish(self, name: str, outcome: Outcome) -> None:
         """Record how the job ended; a job cancelled because the emulator stops is FAILED. A
-        sweep's trials still running end with it (INFEASIBLE, the job's message)."""
+        sweep's trials still running end with it (INFEASIBLE, the job's message). Its
+        replica processes are forgotten in the same transaction."""
         if outcome.state == "CANCELLED" and self._stopping.is_set():
             outcome = Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE)
 
@@ -248,7 +246,10 @@ class Runner:
                     trial.infeasible_reason = outcome.message or outcome.state
                     trial.end_time = job.end_time
 
-        self.update(name, change)
+        def forget(conn: Any) -> None:
+            conn.execute("DELETE FROM replica_processes WHERE job = ?", (name,))
+
+        self.records.update(kind_of(name), name, change, also=forget)
 
     def unfinished(self) -> list[str]:
         """Names of jobs (both kinds) in a state that is not terminal."""

@@ -1,9 +1,12 @@
 """One SQLite file per emulator root, behind a lock, and the ids it hands out.
 
-One connection is shared by every thread behind a lock, so calls never interleave:
+One connection writes, shared by every thread behind a lock, so writes never interleave:
 ``execute`` runs one statement in its own transaction, ``transaction()`` several,
-committed together. ``new_id(sequence)`` hands out "1000", "1001", ... per sequence, and
-survives restarts.
+committed together. ``read`` runs a query on a connection of the calling thread's own
+(WAL lets readers go on while a write commits), so a Get or a List never waits for the
+writers' lock. WAL checkpoints (which copy the log into the file and sync it) run every
+:data:`CHECKPOINT_S` on a thread of their own, not inside a writer's commit.
+``new_id(sequence)`` hands out "1000", "1001", ... per sequence, and survives restarts.
 
 A write the disk cannot hold (SQLite's "database or disk is full") raises :class:`DiskFull`,
 an ``OSError`` (``ENOSPC``) naming the store's disk; :meth:`Database.require_space` raises it
@@ -24,6 +27,7 @@ from typing import Any
 
 _IDS_TABLE = "CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, next INTEGER NOT NULL);"
 FIRST_ID = 1000
+CHECKPOINT_S = 1.0
 MIN_FREE_BYTES = 256 * 1024
 """Below this much free space the store's disk counts as full: no new job is created."""
 _FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -60,7 +64,43 @@ class Database:
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job
         self._conn.executescript(_IDS_TABLE)
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._closed = False
+        self._stop = threading.Event()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoints, name="trainpool-sqlite-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
+
+    def _checkpoints(self) -> None:
+        """Copy the write-ahead log into the database every :data:`CHECKPOINT_S` (PASSIVE:
+        writers and readers go on meanwhile)."""
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            while not self._stop.wait(CHECKPOINT_S):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    pass  # busy, or a full disk: the next one tries again
+        finally:
+            conn.close()
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """Run one query on this thread's own reading connection (it sees every committed
+        write) and return its rows."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            with self._lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+                conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                conn.row_factory = sqlite3.Row
+                self._readers.append(conn)
+            self._local.conn = conn
+        return conn.execute(sql, params).fetchall()
 
     def executescript(self, script: str) -> None:
         """Run DDL (``CREATE TABLE IF NOT EXISTS ...``)."""
@@ -68,9 +108,17 @@ class Database:
             self._conn.executescript(script)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        """Run one statement in its own transaction and return its rows."""
-        with self.transaction() as conn:
-            return conn.execute(sql, params).fetchall()
+        """Run one statement in its own transaction (SQLite's implicit one: a single call
+        while the lock is held) and return its rows; a full disk raises :class:`DiskFull`."""
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as err:
+                if not is_disk_full(err):
+                    raise
+                raise DiskFull(
+                    self.path.parent, f"the database could not be written ({err})"
+                ) from err
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -108,19 +156,33 @@ class Database:
     def new_id(self, sequence: str = "resource") -> str:
         """The next id of ``sequence`` as a string ("1000", "1001", ...); survives restarts."""
         with self.transaction() as conn:
-            row = conn.execute("SELECT next FROM ids WHERE name = ?", (sequence,)).fetchone()
-            value = FIRST_ID if row is None else int(row["next"])
-            conn.execute(
-                "INSERT INTO ids (name, next) VALUES (?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET next = excluded.next",
-                (sequence, value + 1),
-            )
-        return str(value)
+            return next_id(conn, sequence)
 
     def tables(self) -> set[str]:
         rows = self.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         return {row["name"] for row in rows}
 
     def close(self) -> None:
+        self._stop.set()
+        self._checkpointer.join(timeout=5)
         with self._lock:
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass
+            self._closed = True
+            for reader in self._readers:
+                reader.close()
             self._conn.close()
+
+
+def next_id(conn: sqlite3.Connection, sequence: str) -> str:
+    """Within a transaction of ``conn``: the next id of ``sequence``, taken."""
+    row = conn.execute("SELECT next FROM ids WHERE name = ?", (sequence,)).fetchone()
+    value = FIRST_ID if row is None else int(row["next"])
+    conn.execute(
+        "INSERT INTO ids (name, next) VALUES (?, ?) "
+        "ON CONFLICT(name) DO UPDATE SET next = excluded.next",
+        (sequence, value + 1),
+    )
+    return str(value)

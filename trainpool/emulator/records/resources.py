@@ -97,21 +97,23 @@ class Records:
     def insert(self, kind: Kind, parent: str, resource: Any) -> Any:
         """Store ``resource`` (its ``name`` set) under ``parent``; :class:`AlreadyExists` when
         its name is taken."""
+        row = (
+            kind.collection,
+            resource.name,
+            parent,
+            kind.state_of(resource),
+            getattr(resource, "display_name", ""),
+            kind.message.serialize(resource),
+        )  # made before the writers' lock is taken: it is held for the statements only
+        labels = _labels(resource)
         try:
             with self.db.transaction() as conn:
                 conn.execute(
                     "INSERT INTO resources (kind, name, parent, state, display_name, proto) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        kind.collection,
-                        resource.name,
-                        parent,
-                        kind.state_of(resource),
-                        getattr(resource, "display_name", ""),
-                        kind.message.serialize(resource),
-                    ),
+                    row,
                 )
-                self._set_labels(conn, resource.name, _labels(resource))
+                self._set_labels(conn, resource.name, labels)
         except sqlite3.IntegrityError:
             raise AlreadyExists(resource.name) from None
         return resource
@@ -128,7 +130,7 @@ class Records:
         unsaved = self._unsaved.get(name)
         if unsaved is not None and unsaved[0] == kind:
             return kind.message.deserialize(kind.message.serialize(unsaved[1]))
-        rows = self.db.execute(
+        rows = self.db.read(
             "SELECT proto FROM resources WHERE name = ? AND kind = ?", (name, kind.collection)
         )
         return kind.message.deserialize(rows[0]["proto"]) if rows else None
@@ -140,9 +142,16 @@ class Records:
             raise KeyError(name)
         return found
 
-    def update(self, kind: Kind, name: str, change: Callable[[Any], None]) -> Any:
+    def update(
+        self,
+        kind: Kind,
+        name: str,
+        change: Callable[[Any], None],
+        also: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> Any:
         """Apply ``change`` to the stored resource, stamp ``update_time``, store and return it
-        (on a full disk it is kept in memory, and ``DiskFull`` raised)."""
+        (on a full disk it is kept in memory, and ``DiskFull`` raised). ``also(conn)`` runs
+        in the same transaction (a statement on another table that goes with it)."""
         with self._lock:
             self._flush()
             resource = self.require(kind, name)
@@ -151,25 +160,35 @@ class Records:
             if kind.stamps_updates():
                 resource.update_time = now()
             try:
-                self._write(kind, name, resource, labels=_labels(resource) != before)
+                self._write(kind, name, resource, _labels(resource) != before, also)
             except DiskFull:
                 self._unsaved[name] = (kind, resource)
                 raise
             return resource
 
-    def _write(self, kind: Kind, name: str, resource: Any, labels: bool = True) -> None:
+    def _write(
+        self,
+        kind: Kind,
+        name: str,
+        resource: Any,
+        labels: bool = True,
+        also: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
+        row = (
+            kind.state_of(resource),
+            getattr(resource, "display_name", ""),
+            kind.message.serialize(resource),
+            name,
+        )  # made before the writers' lock is taken: it is held for the statements only
+        new_labels = _labels(resource) if labels else None
         with self.db.transaction() as conn:
             conn.execute(
-                "UPDATE resources SET state = ?, display_name = ?, proto = ? WHERE name = ?",
-                (
-                    kind.state_of(resource),
-                    getattr(resource, "display_name", ""),
-                    kind.message.serialize(resource),
-                    name,
-                ),
+                "UPDATE resources SET state = ?, display_name = ?, proto = ? WHERE name = ?", row
             )
-            if labels:
-                self._set_labels(conn, name, _labels(resource))
+            if new_labels is not None:
+                self._set_labels(conn, name, new_labels)
+            if also is not None:
+                also(conn)
         self._unsaved.pop(name, None)
 
     def _flush(self) -> None:
@@ -202,7 +221,7 @@ class Records:
         conditions = paging.parse_filter(filter)
         size = paging.page_size(page_size)
         where, params = paging.to_sql(conditions, "resources", "resource_labels", kind.state_value)
-        rows = self.db.execute(
+        rows = self.db.read(
             "SELECT seq, proto FROM resources WHERE kind = ? AND parent = ? AND seq > ?"
             f"{where} ORDER BY seq LIMIT ?",
             [kind.collection, parent, paging.page_after(page_token), *params, size + 1],
@@ -228,5 +247,5 @@ class Records:
             values = [int(v) for v in chosen]
             sql += f" AND state {op} ({','.join('?' * len(values))})"
             params += values
-        rows = self.db.execute(sql + " ORDER BY seq", params)
+        rows = self.db.read(sql + " ORDER BY seq", params)
         return [row["name"] for row in rows]

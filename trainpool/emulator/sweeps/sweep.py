@@ -228,7 +228,6 @@ class TuningRun:
         try:
             self.runner.finish(self.name, outcome)
         finally:
-            self.runner.forget_groups(self.name)
             self.runner.unregister(self.name)
 
     def _add_trial(self, trial_id: str, params: Params) -> tuple[str, Controls]:
