@@ -88,7 +88,7 @@ def test_jobs_beyond_the_quota_wait_queued_and_start_in_creation_order(
     time.sleep(1.0)
     assert [state_of(client, j) for j in (b, c)] == [QUEUED, QUEUED]
     assert "waiting in state QUEUED for 2 replica slot(s)" in job_log(emu, b)
-    assert "1 job(s) created earlier wait before it" in job_log(emu, c)
+    assert "1 other job(s) wait, those created earlier first" in job_log(emu, c)
     go["a"].touch()
     until(lambda: state_of(client, b) == RUNNING)
     assert state_of(client, c) == QUEUED

@@ -48,7 +48,7 @@ class Host(Protocol):
     quota: Quota
     kill: KillFault | None
 
-    def set_state(self, name: str, state: int) -> None: ...
+    def set_state(self, name: str, state: int, started: list[Replica] | None = None) -> None: ...
     def finish(self, name: str, outcome: Outcome) -> None: ...
     def record_groups(self, name: str, replicas: list[Replica]) -> None: ...
     def unregister(self, name: str) -> None: ...
@@ -91,6 +91,7 @@ class JobRun:
         self.run: ReplicaRun | None = None
         self.timer: Timer | None = None
         self.waited = False
+        self.first: list[Replica] | None = []
 
     def start(self) -> None:
         """Ask the quota for the job's replicas; it runs when they are its."""
@@ -103,8 +104,8 @@ class JobRun:
             quota = self.runner.quota
             self.note(
                 f"waiting in state QUEUED for {slots} replica slot(s): {quota.used} of this "
-                f"machine's {quota.limit} are in use and {quota.waiting_before(self.ticket)} "
-                "job(s) created earlier wait before it (the emulator's replica quota: "
+                f"machine's {quota.limit} are in use and {max(0, quota.waiting - 1)} other "
+                "job(s) wait, those created earlier first (the emulator's replica quota: "
                 "--max-replicas)"
             )
 
@@ -152,7 +153,7 @@ class JobRun:
             self.controls,
             policy=RetryPolicy.from_scheduling(scheduling),
             timeout_s=duration_seconds(timeout) if timeout else None,
-            on_started=lambda replicas: self.runner.record_groups(self.name, replicas),
+            on_started=self._started,
             note=self.note,
             kill=self.runner.kill,
             wake=lambda: self.serial.send(self._step),
@@ -162,8 +163,17 @@ class JobRun:
         if outcome is not None:
             self._end(outcome)
             return
-        self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING)
+        first, self.first = self.first, None
+        self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING, started=first or [])
         self._step()
+
+    def _started(self, replicas: list[Replica]) -> None:
+        """Replicas started: the first ones are recorded with the RUNNING state, those of a
+        restart at once."""
+        if self.first is not None:
+            self.first += replicas
+        else:
+            self.runner.record_groups(self.name, replicas)
 
     def _step(self) -> None:
         if self.phase != "running" or self.run is None:

@@ -89,6 +89,8 @@ class Quota:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.used = 0
+        self.waiting = 0
+        """Jobs waiting now."""
         self._waiting: list[Ticket] = []
         self._lock = threading.Lock()
 
@@ -106,6 +108,7 @@ class Quota:
         when the slots are its. False when it has to wait."""
         with self._lock:
             heapq.heappush(self._waiting, ticket)
+            self.waiting += 1
             admitted = self._admit()
         for each in admitted:
             each.admit()
@@ -117,6 +120,7 @@ class Quota:
             if ticket.state != "waiting":
                 return False
             ticket.state = "withdrawn"
+            self.waiting -= 1
             admitted = self._admit()  # a withdrawn head may have held back smaller jobs
         for each in admitted:
             each.admit()
@@ -133,11 +137,6 @@ class Quota:
         for each in admitted:
             each.admit()
 
-    def waiting_before(self, ticket: Ticket) -> int:
-        """How many jobs created earlier wait ahead of ``ticket``."""
-        with self._lock:
-            return sum(1 for t in self._waiting if t.state == "waiting" and t < ticket)
-
     def _admit(self) -> list[Ticket]:
         admitted = []
         while self._waiting:
@@ -149,6 +148,7 @@ class Quota:
                 break
             heapq.heappop(self._waiting)
             head.state = "admitted"
+            self.waiting -= 1
             self.used += head.slots
             admitted.append(head)
         return admitted

@@ -31,6 +31,7 @@ from trainpool.emulator.jobs.launches import JobContext
 from trainpool.emulator.jobs.processes import Replica
 from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
 from trainpool.emulator.jobs.replicas import Outcome
+from trainpool.emulator.records.database import keep_id
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, kind_of
 from trainpool.emulator.records.resources import Kind, now
 from trainpool.emulator.state import EmulatorState
@@ -87,11 +88,12 @@ class Runner:
         disk raises ``DiskFull`` before anything is stored."""
         self.state.db.require_space()
         stamp = now()
-        job.name = f"{parent}/{kind.collection}/{self.state.new_id('job')}"
+        job_id = self.state.db.take_id("job")
+        job.name = f"{parent}/{kind.collection}/{job_id}"
         job.state = JobState.JOB_STATE_QUEUED
         job.create_time = stamp
         job.update_time = stamp
-        return self.records.insert(kind, parent, job)
+        return self.records.insert(kind, parent, job, also=lambda c: keep_id(c, "job", job_id))
 
     def get(self, name: str) -> Any | None:
         """The job (CustomJob or HyperparameterTuningJob) of that name, or None."""
@@ -126,17 +128,8 @@ class Runner:
         replicas (re)start there fails, naming the disk, rather than run on with no room for
         its logs and records."""
         self.state.db.require_space()
-        rows = [
-            (name, r.launch.name, r.identity.pid, r.identity.start_ticks, r.identity.boot_id)
-            for r in replicas
-            if r.identity is not None
-        ]
         with self.state.db.transaction() as conn:
-            conn.executemany(
-                "INSERT INTO replica_processes (job, replica, pid, start_ticks, boot_id) "
-                "VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
+            _insert_groups(conn, name, replicas)
 
     # controls and lives
     def register(self, name: str) -> Controls:
@@ -218,7 +211,11 @@ class Runner:
         return True
 
     # states
-    def set_state(self, name: str, state: int) -> None:
+    def set_state(self, name: str, state: int, started: list[Replica] | None = None) -> None:
+        """Move job ``name`` to ``state`` (not out of CANCELLING); RUNNING stamps its start.
+        ``started``: its first replicas, recorded (:meth:`record_groups`) in the same
+        transaction."""
+
         def change(job: Any) -> None:
             if job.state == JobState.JOB_STATE_CANCELLING:
                 return
@@ -226,7 +223,12 @@ class Runner:
             if state == JobState.JOB_STATE_RUNNING:
                 job.start_time = now()
 
-        self.update(name, change)
+        if started is None:
+            self.update(name, change)
+            return
+        self.state.db.require_space()
+        also = lambda conn: _insert_groups(conn, name, started)  # noqa: E731
+        self.records.update(kind_of(name), name, change, also=also)
 
     def finish(self, name: str, outcome: Outcome) -> None:
         """Record how the job ended; a job cancelled because the emulator stops is FAILED. A
@@ -283,6 +285,19 @@ class Runner:
         for name in self.unfinished():
             self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
         self.engine.close()
+
+
+def _insert_groups(conn: Any, name: str, replicas: list[Replica]) -> None:
+    rows = [
+        (name, r.launch.name, r.identity.pid, r.identity.start_ticks, r.identity.boot_id)
+        for r in replicas
+        if r.identity is not None
+    ]
+    conn.executemany(
+        "INSERT INTO replica_processes (job, replica, pid, start_ticks, boot_id) "
+        "VALUES (?, ?, ?, ?, ?)",
+        rows,
+    )
 
 
 def start_runner(state: EmulatorState, max_replicas: int | None = None) -> Runner:

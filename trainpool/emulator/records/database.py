@@ -6,7 +6,10 @@ committed together. ``read`` runs a query on a connection of the calling thread'
 (WAL lets readers go on while a write commits), so a Get or a List never waits for the
 writers' lock. WAL checkpoints (which copy the log into the file and sync it) run every
 :data:`CHECKPOINT_S` on a thread of their own, not inside a writer's commit.
-``new_id(sequence)`` hands out "1000", "1001", ... per sequence, and survives restarts.
+``new_id(sequence)`` hands out "1000", "1001", ... per sequence, and survives restarts;
+``take_id(sequence)`` hands one out from memory, to be stored with the record it names
+(``keep_id(conn, sequence, id)`` in the same transaction), so a Create takes the writers'
+lock once.
 
 A write the disk cannot hold (SQLite's "database or disk is full") raises :class:`DiskFull`,
 an ``OSError`` (``ENOSPC``) naming the store's disk; :meth:`Database.require_space` raises it
@@ -67,6 +70,8 @@ class Database:
         self._conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job
         self._conn.executescript(_IDS_TABLE)
         self._local = threading.local()
+        self._next: dict[str, int] = {}
+        self._ids_lock = threading.Lock()
         self._readers: list[sqlite3.Connection] = []
         self._closed = False
         self._stop = threading.Event()
@@ -155,8 +160,21 @@ class Database:
 
     def new_id(self, sequence: str = "resource") -> str:
         """The next id of ``sequence`` as a string ("1000", "1001", ...); survives restarts."""
+        value = self.take_id(sequence)
         with self.transaction() as conn:
-            return next_id(conn, sequence)
+            keep_id(conn, sequence, value)
+        return value
+
+    def take_id(self, sequence: str) -> str:
+        """The next id of ``sequence``, from memory; store it with :func:`keep_id` in the
+        transaction that stores what it names (an id whose record failed is not reused)."""
+        with self._ids_lock:
+            if sequence not in self._next:
+                rows = self.read("SELECT next FROM ids WHERE name = ?", (sequence,))
+                self._next[sequence] = FIRST_ID if not rows else int(rows[0]["next"])
+            value = self._next[sequence]
+            self._next[sequence] = value + 1
+        return str(value)
 
     def tables(self) -> set[str]:
         rows = self.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -176,13 +194,10 @@ class Database:
             self._conn.close()
 
 
-def next_id(conn: sqlite3.Connection, sequence: str) -> str:
-    """Within a transaction of ``conn``: the next id of ``sequence``, taken."""
-    row = conn.execute("SELECT next FROM ids WHERE name = ?", (sequence,)).fetchone()
-    value = FIRST_ID if row is None else int(row["next"])
+def keep_id(conn: sqlite3.Connection, sequence: str, value: str) -> None:
+    """Within a transaction of ``conn``: id ``value`` of ``sequence`` is taken for good."""
     conn.execute(
         "INSERT INTO ids (name, next) VALUES (?, ?) "
-        "ON CONFLICT(name) DO UPDATE SET next = excluded.next",
-        (sequence, value + 1),
+        "ON CONFLICT(name) DO UPDATE SET next = max(next, excluded.next)",
+        (sequence, int(value) + 1),
     )
-    return str(value)

@@ -94,9 +94,15 @@ class Records:
         self._lock = threading.RLock()
         self._unsaved: dict[str, tuple[Kind, Any]] = {}
 
-    def insert(self, kind: Kind, parent: str, resource: Any) -> Any:
+    def insert(
+        self,
+        kind: Kind,
+        parent: str,
+        resource: Any,
+        also: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> Any:
         """Store ``resource`` (its ``name`` set) under ``parent``; :class:`AlreadyExists` when
-        its name is taken."""
+        its name is taken. ``also(conn)`` runs in the same transaction."""
         row = (
             kind.collection,
             resource.name,
@@ -114,6 +120,8 @@ class Records:
                     row,
                 )
                 self._set_labels(conn, resource.name, labels)
+                if also is not None:
+                    also(conn)
         except sqlite3.IntegrityError:
             raise AlreadyExists(resource.name) from None
         return resource
