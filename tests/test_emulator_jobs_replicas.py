@@ -54,7 +54,7 @@ def test_replicas_are_stopped_when_recording_their_start_fails(tmp_path: Path) -
     left = alive(pid)
     if left:
         os.killpg(pid, signal.SIGKILL)
-        started[0].proc.wait()
+        started[0].wait()
     assert started and not left
 
 

@@ -108,6 +108,58 @@ def test_restart_after_crash_marks_running_jobs_failed_and_keeps_every_record(
         assert third.name == f"{PARENT}/customJobs/1002"
 
 
+def test_after_a_restart_a_failed_sweeps_trials_and_their_jobs_agree_with_it(
+    cli_server: tuple[subprocess.Popen[str], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Trial.State has no FAILED: a trial that cannot complete is INFEASIBLE with its reason
+    # (aiplatform_v1 study.py), as the emulator marks the trials of a cancelled sweep.
+    proc, address = cli_server
+    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", address)
+    client = job_client("us-central1")
+    trial_job = sleeper_job(tmp_path / "unused")["job_spec"]
+    trial_job["worker_pool_specs"][0]["container_spec"]["command"] = ["sh", "-c", "sleep 600"]
+    study = {
+        "metrics": [{"metric_id": "m", "goal": "MAXIMIZE"}],
+        "parameters": [
+            {"parameter_id": "x", "integer_value_spec": {"min_value": 1, "max_value": 4}}
+        ],
+        "algorithm": "GRID_SEARCH",
+    }
+    sweep = client.create_hyperparameter_tuning_job(
+        parent=PARENT,
+        hyperparameter_tuning_job={
+            "display_name": "sweep",
+            "max_trial_count": 4,
+            "parallel_trial_count": 2,
+            "study_spec": study,
+            "trial_job_spec": trial_job,
+        },
+    )
+
+    def running_trials() -> int:
+        jobs = client.list_custom_jobs(parent=PARENT)
+        return sum(j.state == JobState.JOB_STATE_RUNNING for j in jobs)
+
+    wait_for(lambda: running_trials() == 2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with emulator.start(tmp_path / "root") as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        after = client.get_hyperparameter_tuning_job(name=sweep.name)
+        trial_jobs = list(client.list_custom_jobs(parent=PARENT))
+    assert after.state == JobState.JOB_STATE_FAILED and after.error.code == 13
+    assert len(after.trials) == 2
+    for trial in after.trials:
+        assert trial.state == trial.State.INFEASIBLE, trial
+        assert trial.infeasible_reason.startswith("The emulator stopped while this job was running")
+        assert trial.end_time
+    assert sorted(j.name for j in trial_jobs) == sorted(t.custom_job for t in after.trials)
+    assert all(j.state == JobState.JOB_STATE_FAILED and j.error.code == 13 for j in trial_jobs)
+
+
 def test_sigterm_stops_the_server_and_its_jobs(
     cli_server: tuple[subprocess.Popen[str], str],
     tmp_path: Path,

@@ -1,4 +1,5 @@
-"""SIGTERM of `trainpool run --local`: the run's jobs end CANCELLED and it exits non-zero."""
+"""SIGTERM of `trainpool run --local`: the run's jobs end CANCELLED and it exits non-zero;
+SIGKILL: nothing it started (tasks, the emulator's replicas) outlives it by more than 5 s."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def replica_running(root: Path) -> bool:
     return log.is_file() and "cancel me" in log.read_text()
 
 
-def test_sigterm_cancels_the_runs_jobs_and_exits_non_zero(tmp_path: Path) -> None:
+def start_run(tmp_path: Path, *params: str) -> tuple[subprocess.Popen[str], Path]:
+    """``trainpool run --local`` of the with_job fixture, once its replica runs."""
     pipeline = compile_fixture("with_job", tmp_path)
     root = tmp_path / "root"
     env = {k: v for k, v in os.environ.items() if k != EMULATOR_ENV}
@@ -40,6 +42,7 @@ def test_sigterm_cancels_the_runs_jobs_and_exits_non_zero(tmp_path: Path) -> Non
             "message=cancel me",
             "--param",
             "sleep_s=300",
+            *params,
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -51,6 +54,37 @@ def test_sigterm_cancels_the_runs_jobs_and_exits_non_zero(tmp_path: Path) -> Non
         assert run.poll() is None, run.communicate()
         assert time.monotonic() < deadline
         time.sleep(0.1)
+    return run, root
+
+
+def descendants(pid: int) -> list[tuple[int, str]]:
+    """``(pid, start time)`` of every descendant of ``pid``."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append((int(stat.parent.name), fields[19]))
+    found, todo = [], [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += [kid for kid, _ in kids]
+    return found
+
+
+def alive(pid: int, started: str) -> bool:
+    """That very process (not a reuse of its pid) still runs (a zombie does not count)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[19] == started and fields[0] != "Z"
+
+
+def test_sigterm_cancels_the_runs_jobs_and_exits_non_zero(tmp_path: Path) -> None:
+    run, root = start_run(tmp_path)
     run.send_signal(signal.SIGTERM)
     out, err = run.communicate(timeout=60)
     assert run.returncode == 128 + signal.SIGTERM, (out, err)
@@ -64,3 +98,18 @@ def test_sigterm_cancels_the_runs_jobs_and_exits_non_zero(tmp_path: Path) -> Non
             del os.environ[EMULATOR_ENV]
     assert job.state.name == "JOB_STATE_CANCELLED"
     assert f"CustomJob {PARENT}/customJobs/1000: CANCELLED" in out
+
+
+def test_sigkill_leaves_no_task_or_replica_running_after_5_s(tmp_path: Path) -> None:
+    # the task retries an emulator that does not answer for a minute, as the launcher does
+    run, root = start_run(tmp_path, "--param", "retry_s=60")
+    started = descendants(run.pid)
+    # the task (sh and its Python), the task guard, the replica guard and the replica
+    assert len(started) >= 4, started
+    run.kill()
+    run.communicate(timeout=30)
+    deadline = time.monotonic() + 5
+    while any(alive(pid, at) for pid, at in started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid, at in started if alive(pid, at)]
+    assert not left, [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left]

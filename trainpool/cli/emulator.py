@@ -51,6 +51,14 @@ def emulator_command(
         str, typer.Option(help="Fault: SIGKILL this replica (e.g. workerpool1-0) of every job...")
     ] = "",
     kill_after: Annotated[float, typer.Option(help="...this many seconds after it starts.")] = 1.0,
+    max_replicas: Annotated[
+        int | None,
+        typer.Option(
+            help="Replicas running at once, this machine's quota: jobs beyond it wait QUEUED "
+            "and start in creation order (default: $TRAINPOOL_EMULATOR_MAX_REPLICAS, else "
+            "twice the CPUs, at least 8)."
+        ),
+    ] = None,
     storage: Annotated[
         bool,
         typer.Option(
@@ -81,6 +89,7 @@ def emulator_command(
             faults=faults,
             storage=storage,
             storage_max_bytes=storage_max_bytes,
+            max_replicas=max_replicas,
         )
     except (ValueError, OSError) as err:
         fail(str(err))
@@ -91,12 +100,16 @@ def emulator_command(
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    at_most = f"at most {emu.runner.quota.limit} replicas at once"
     if emu.port is None:
-        typer.echo(f"Vertex AI emulator listening on {emu.address} (root {emu.root}; owner only)")
+        typer.echo(
+            f"Vertex AI emulator listening on {emu.address} (root {emu.root}; owner only); "
+            f"{at_most}"
+        )
     else:
         typer.echo(
-            f"Vertex AI emulator listening on {emu.address} (root {emu.root}); WARNING: any "
-            "local user can reach this port and have the emulator run code as you"
+            f"Vertex AI emulator listening on {emu.address} (root {emu.root}); {at_most}; "
+            "WARNING: any local user can reach this port and have the emulator run code as you"
         )
     typer.echo(f"export VERTEX_AI_EMULATOR_HOST={emu.address}", err=True)
     if emu.storage_address:

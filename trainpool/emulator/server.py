@@ -36,6 +36,7 @@ from trainpool.emulator.cloud_storage.bodies import DEFAULT_LIMIT
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
+from trainpool.emulator.jobs.quota import default_limit, parse_limit
 from trainpool.emulator.jobs.runner import Runner, start_runner
 from trainpool.emulator.state import EmulatorState
 
@@ -161,6 +162,7 @@ def start(
     faults: Faults | None = None,
     storage: bool = True,
     storage_max_bytes: int = DEFAULT_LIMIT,
+    max_replicas: int | None = None,
 ) -> Emulator:
     """Serve every service in ``SERVICES`` from ``root``, on ``unix:<root>/emulator.sock``
     (mode 0600: the owner only), or on ``127.0.0.1:port`` when ``port`` is given (0: a free
@@ -171,6 +173,10 @@ def start(
     through a fresh secret kept in 0600 files of the root; no object over
     ``storage_max_bytes``.
 
+    ``max_replicas`` bounds the replicas running at once (the machine's quota,
+    :mod:`trainpool.emulator.jobs.quota`; default ``$TRAINPOOL_EMULATOR_MAX_REPLICAS``, else
+    twice the CPUs, at least 8): jobs beyond it wait QUEUED.
+
     The root is made its owner's only first (:mod:`trainpool.emulator.private_root`: mode
     0700, and this process's umask at least 0o077). Raises
     :class:`trainpool.emulator.root_lock.RootInUse` (an ``OSError``) when another
@@ -180,6 +186,7 @@ def start(
         raise ValueError(f"port: {port!r}; accepted: 0 (any free port) to 65535")
     if storage_max_bytes < 1:
         raise ValueError(f"storage_max_bytes: {storage_max_bytes!r}; accepted: 1 or more")
+    limit = parse_limit(max_replicas) if max_replicas is not None else default_limit()
     root = Path(root).resolve()
     private_root.make_private(root)
     lock = root_lock.acquire(root)
@@ -211,7 +218,7 @@ def start(
         else:
             state.address = listen.listen_tcp(server, port)
             _log.warning(PORT_WARNING.format(address=state.address))
-        runner = start_runner(state)
+        runner = start_runner(state, limit)
         server.add_generic_rpc_handlers([module.handler(state, runner) for module in SERVICES])
     except BaseException:
         if door is not None:

@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from trainpool.errors import InputError, Problem
+from trainpool.kfprun import interrupt
 
 EXECUTOR_MAIN = "kfp.dsl.executor_main"
 _LAUNCHER = re.compile(r"google_cloud_pipeline_components\.container\.(\w+)\.([\w.]+)\.launcher")
@@ -279,7 +280,8 @@ def _python_words_only(original: Callable[[list[str], str], list[str]]) -> Any:
 
 def install() -> None:
     """Swap kfp.local's task handler and placeholder resolver (once per process); they act
-    as kfp.local's own outside a :func:`running` block."""
+    as kfp.local's own outside a :func:`running` block. Every task runs under the task guard
+    (:func:`trainpool.kfprun.interrupt.guarded`), so none outlives the run."""
     from kfp.local import placeholder_utils, subprocess_task_handler
 
     if getattr(subprocess_task_handler, "_trainpool_installed", False):
@@ -291,6 +293,12 @@ def install() -> None:
         subprocess_task_handler.replace_python_executable
     )
     placeholder_utils.replace_placeholders = _resolver(placeholder_utils.replace_placeholders)
+    run_task = subprocess_task_handler.run_local_subprocess
+
+    def run_guarded(full_command: list[str], env_vars: dict[str, str] | None = None) -> int:
+        return run_task(interrupt.guarded(full_command), env_vars)
+
+    subprocess_task_handler.run_local_subprocess = run_guarded
     subprocess_task_handler._trainpool_installed = True  # type: ignore[attr-defined]
 
 

@@ -9,12 +9,17 @@ on SIGTERM; whatever job is left is cancelled by the caller once kfp.local retur
 emulator those of a PipelineJob it runs.
 With no task running, the handler raises :class:`trainpool.signals.Interrupted` so
 kfp.local starts no further task.
+
+A run that is SIGKILLed can hand nothing on: each task runs under
+:mod:`trainpool.kfprun.task_guard` (:func:`guarded`), which Linux signals when the run dies,
+and which then ends the task's processes (SIGTERM, SIGKILL after 2 s).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +29,12 @@ from types import FrameType
 from trainpool.signals import Interrupted
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
+TASK_GUARD = Path(__file__).with_name("task_guard.py")
+
+
+def guarded(command: list[str]) -> list[str]:
+    """``command`` run under the task guard: it ends with this process, SIGKILL included."""
+    return [sys.executable, "-I", "-S", str(TASK_GUARD), str(os.getpid()), *command]
 
 
 def task_processes() -> list[int]:

@@ -43,9 +43,11 @@ class JobService:
         job = request.custom_job
         requests.check_display_name(job.display_name, "custom_job.display_name")
         requests.check_labels(job.labels, "custom_job.labels")
-        requests.check_job_spec(job_spec_rest(job.job_spec))
+        spec = job_spec_rest(job.job_spec)
+        requests.check_job_spec(spec)
+        self.runner.check_quota(spec)
         job = self.runner.create(CUSTOM_JOBS, request.parent, job)
-        self.runner.submit(job.name, self.runner.run_custom_job)
+        self.runner.run_custom_job(job.name, spec=spec)
         return job
 
     def create_tuning_job(
@@ -55,19 +57,17 @@ class JobService:
         job = request.hyperparameter_tuning_job
         requests.check_display_name(job.display_name, "hyperparameter_tuning_job.display_name")
         requests.check_labels(job.labels, "hyperparameter_tuning_job.labels")
-        requests.check_job_spec(
-            job_spec_rest(job.trial_job_spec), "hyperparameter_tuning_job.trial_job_spec"
-        )
+        spec = job_spec_rest(job.trial_job_spec)
+        requests.check_job_spec(spec, "hyperparameter_tuning_job.trial_job_spec")
         requests.check_study(
             study_spec_rest(job.study_spec),
             job.max_trial_count,
             job.parallel_trial_count,
             job.max_failed_trial_count,
         )
+        self.runner.check_quota(spec)
         job = self.runner.create(TUNING_JOBS, request.parent, job)
-        self.runner.submit(
-            job.name, lambda name, controls: run_tuning_job(self.runner, name, controls.cancel)
-        )
+        run_tuning_job(self.runner, job.name)
         return job
 
     def list(self, kind: Kind, request: Any) -> tuple[list[Any], str]:
@@ -84,8 +84,10 @@ class JobService:
             if record.state not in TERMINAL:
                 record.state = JobState.JOB_STATE_CANCELLING
 
-        self.records.update(kind, name, mark)
-        self.runner.cancel(name)
+        try:
+            self.records.update(kind, name, mark)
+        finally:
+            self.runner.cancel(name)
         return empty_pb2.Empty()
 
     def delete(self, name: str, kind: Kind) -> operations_pb2.Operation:

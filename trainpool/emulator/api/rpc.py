@@ -3,7 +3,10 @@
 A method takes the proto-plus request and returns the response. It answers an error by
 raising: :class:`RpcError` (any status), :class:`trainpool.errors.InputError` (bad input:
 INVALID_ARGUMENT with its problems, one per line), or a lookup's ``KeyError`` is left to
-the method to turn into :func:`not_found` with the resource's own words.
+the method to turn into :func:`not_found` with the resource's own words. What this machine
+cannot hold answers RESOURCE_EXHAUSTED, as Vertex answers a request beyond a quota (429):
+a job beyond the replica quota (:class:`trainpool.emulator.jobs.quota.QuotaExceeded`) and a
+full disk (:func:`trainpool.emulator.records.database.is_disk_full`), naming it.
 
 Before a method sees a request, :func:`trainpool.emulator.api.proto_checks.check_request`
 refuses Durations and Timestamps outside protobuf's ranges (INVALID_ARGUMENT). Anything
@@ -23,6 +26,8 @@ from typing import Any
 import grpc
 
 from trainpool.emulator.api.proto_checks import check_request
+from trainpool.emulator.jobs.quota import QuotaExceeded
+from trainpool.emulator.records.database import is_disk_full
 from trainpool.errors import InputError
 
 LOG = logging.getLogger("trainpool.emulator.rpc")  # its own: open_log stops it propagating
@@ -54,7 +59,11 @@ def unary(
             context.abort(err.code, err.message)
         except InputError as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        except Exception:
+        except QuotaExceeded as err:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
+        except Exception as err:
+            if is_disk_full(err):
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _disk_message(err))
             LOG.exception("%s failed", name or "a method")
             context.abort(
                 grpc.StatusCode.INTERNAL,
@@ -117,3 +126,12 @@ def precondition(message: str) -> RpcError:
 
 def already_exists(message: str) -> RpcError:
     return RpcError(grpc.StatusCode.ALREADY_EXISTS, message)
+
+
+def _disk_message(err: BaseException) -> str:
+    """A full disk's error as the answer says it: the emulator's own words when it raised
+    ``DiskFull`` (they name the store), else the system's."""
+    text = str(err)
+    if "No space left on the disk" in text:
+        return text
+    return f"No space left on the emulator's disk: {text}"

@@ -3,11 +3,11 @@
 Stopping a replica signals its whole group (SIGTERM, then SIGKILL after a grace
 period), so the children a trainer starts (data loaders, spawned workers) go too.
 
-No replica outlives the emulator, SIGKILL included: each runs under
-``replica_guard.py``, which Linux signals when its parent dies
-(``PR_SET_PDEATHSIG``) and which then SIGKILLs the group. That signal fires when
-the *thread* that started the process ends, so every start happens on one
-long-lived thread of this module (:func:`start` hands the work to it).
+No replica outlives the emulator, SIGKILL included: replicas are started by
+:mod:`trainpool.emulator.jobs.spawner`, as children of one guard process
+(``replica_guard.py``) that dies with the emulator and SIGKILLs their groups. A
+:class:`Replica` learns its exit from the guard and tells whoever listens
+(:meth:`Replica.on_exit`), so nothing polls a process.
 
 Nothing is signalled that cannot be proven ours: a group is signalled only while
 its leader is the process that was started (same pid, same start time in
@@ -16,23 +16,19 @@ its leader is the process that was started (same pid, same start time in
 
 from __future__ import annotations
 
+import functools
 import os
-import queue
 import shutil
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainpool.emulator.jobs.workdirs import Workdir
 
 STOP_GRACE_S = 2.0
-GUARD = Path(__file__).with_name("replica_guard.py")
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
@@ -45,7 +41,8 @@ class ProcessId:
     boot_id: str
 
 
-def _boot_id() -> str:
+@functools.cache
+def boot_id() -> str:
     try:
         return _BOOT_ID.read_text().strip()
     except OSError:
@@ -60,7 +57,7 @@ def identify(pid: int) -> ProcessId | None:
         return None
     # Field 22 (starttime); the command name (field 2) may hold spaces and parentheses.
     fields = stat.rsplit(")", 1)[1].split()
-    return ProcessId(pid, int(fields[19]), _boot_id())
+    return ProcessId(pid, int(fields[19]), boot_id())
 
 
 _owned: dict[int, ProcessId] = {}
@@ -76,7 +73,7 @@ def is_ours(pgid: int, recorded: ProcessId | None = None) -> bool:
     if recorded is None:
         with _owned_lock:
             recorded = _owned.get(pgid)
-    if recorded is None or recorded.boot_id != _boot_id():
+    if recorded is None or recorded.boot_id != boot_id():
         return False
     current = identify(pgid)
     return current is None or current == recorded
@@ -96,64 +93,63 @@ class Launch:
     workdir: Workdir | None = None
 
 
-@dataclass
 class Replica:
-    launch: Launch
-    proc: subprocess.Popen[bytes]
-    started: float = field(default_factory=time.monotonic)
-    identity: ProcessId | None = None
-    """Of the group's leader at start; record it to stop the group from another process."""
+    """A started replica: its launch, its process (pid = process group id), its identity,
+    and its exit status once the guard has reaped it (128 + signal for a death by signal,
+    as a container runtime reports it)."""
+
+    def __init__(self, launch: Launch, pid: int, identity: ProcessId | None) -> None:
+        self.launch = launch
+        self.pid = pid
+        self.identity = identity
+        """Of the group's leader at start; record it to stop the group from another process."""
+        self.started = time.monotonic()
+        self._status: int | None = None
+        self._ended = threading.Event()
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[Replica], None]] = []
+        if identity is not None:
+            with _owned_lock:
+                _owned[pid] = identity
 
     @property
     def pgid(self) -> int:
-        return self.proc.pid
+        return self.pid
 
     def exit_status(self) -> int | None:
         """None while running; the exit code, or 128 + signal number as a container reports it."""
-        code = self.proc.poll()
-        if code is None:
-            return None
-        return 128 - code if code < 0 else code
+        return self._status
 
+    def wait(self, timeout: float | None = None) -> int | None:
+        """The exit status once it ended (None when ``timeout`` passed first)."""
+        self._ended.wait(timeout)
+        return self._status
 
-class _Spawner:
-    """One thread that lives as long as the process and starts every replica.
-
-    ``PR_SET_PDEATHSIG`` fires when the starting thread ends; a job thread ends with
-    its job, a trial thread with its trial, so none of them may be the parent.
-    """
-
-    def __init__(self) -> None:
-        self._work: queue.SimpleQueue[tuple[Callable[[], Replica], Future[Replica]]] = (
-            queue.SimpleQueue()
-        )
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-
-    def run(self, make: Callable[[], Replica]) -> Replica:
+    def on_exit(self, listener: Callable[[Replica], None]) -> None:
+        """Call ``listener(replica)`` once it has ended (at once when it already has). It runs
+        on the thread that learns of the exit, so it must be quick."""
         with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._loop, name="trainpool-replica-spawner", daemon=True
-                )
-                self._thread.start()
-        done: Future[Replica] = Future()
-        self._work.put((make, done))
-        return done.result()
+            if not self._ended.is_set():
+                self._listeners.append(listener)
+                return
+        listener(self)
 
-    def _loop(self) -> None:
-        while True:
-            make, done = self._work.get()
+    def ended(self, status: int) -> None:
+        """Record the exit status (the spawner's reader does) and call the listeners."""
+        with self._lock:
+            if self._ended.is_set():
+                return
+            self._status = status
+            self._ended.set()
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
             try:
-                done.set_result(make())
-            except BaseException as err:  # noqa: BLE001 - handed to the caller
-                done.set_exception(err)
+                listener(self)
+            except Exception:  # noqa: BLE001 - one listener's failure stops no other
+                pass
 
 
-_spawner = _Spawner()
-
-
-def _check_executable(launch: Launch) -> None:
+def check_executable(launch: Launch) -> None:
     """Raise as ``Popen`` would for a program that cannot start (the guard starts it later)."""
     program = launch.argv[0] if launch.argv else ""
     if os.sep in program:
@@ -164,36 +160,6 @@ def _check_executable(launch: Launch) -> None:
             raise PermissionError(13, "Permission denied", program)
     elif shutil.which(program, path=launch.env.get("PATH", os.defpath)) is None:
         raise FileNotFoundError(2, "No such file or directory", program)
-
-
-def _spawn(launch: Launch) -> Replica:
-    launch.log.parent.mkdir(parents=True, exist_ok=True)
-    guard = [sys.executable, "-I", "-S", str(GUARD), str(os.getpid())]
-    with open(launch.log, "ab") as log:
-        proc = subprocess.Popen(
-            [*guard, *launch.argv],
-            env=launch.env,
-            cwd=launch.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    replica = Replica(launch, proc, identity=identify(proc.pid))
-    if replica.identity is not None:
-        with _owned_lock:
-            _owned[proc.pid] = replica.identity
-    return replica
-
-
-def start(launch: Launch) -> Replica:
-    """Start ``launch`` in a new session (its own process group), output to its log file.
-
-    It runs under the guard, so it ends when this process ends; an argv that cannot
-    start raises ``OSError`` here, as ``subprocess.Popen`` would.
-    """
-    _check_executable(launch)
-    return _spawner.run(lambda: _spawn(launch))
 
 
 def group_alive(pgid: int) -> bool:
@@ -226,32 +192,31 @@ def stop_groups(
 
     A group is a pgid this process started, or the :class:`ProcessId` recorded when another
     (earlier) process started it; any other pgid (a stale record, a reused pid) is left alone.
+    ``reap`` are the replicas of those groups: their exits are waited for, not polled.
     """
-    proven = []
+    pgids = []
     for group in groups:
         pgid, recorded = (group.pid, group) if isinstance(group, ProcessId) else (group, None)
         if is_ours(pgid, recorded):
-            proven.append(pgid)
-    pgids = proven
+            pgids.append(pgid)
     for pgid in pgids:
         _kill(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        for replica in reap:
-            replica.proc.poll()
-        if not any(group_alive(pgid) for pgid in pgids):
-            return
-        time.sleep(0.02)
+    if _gone(pgids, reap, time.monotonic() + grace_s):
+        return
     for pgid in pgids:
         _kill(pgid, signal.SIGKILL)
+    _gone(pgids, reap, time.monotonic() + grace_s)
+
+
+def _gone(pgids: list[int], reap: Sequence[Replica], deadline: float) -> bool:
+    """Wait until ``deadline`` for the leaders' exits, then for every group to be empty."""
     for replica in reap:
-        try:
-            replica.proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(group_alive(pgid) for pgid in pgids):
-        time.sleep(0.02)
+        replica.wait(max(0.0, deadline - time.monotonic()))
+    while any(group_alive(pgid) for pgid in pgids):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def _kill(pgid: int, sig: int) -> None:

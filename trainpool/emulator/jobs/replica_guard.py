@@ -1,64 +1,179 @@
-"""The parent of one replica: it dies with the emulator and takes the replica's group along.
+"""The parent of every replica: one small process per emulator that dies with it and takes
+every replica's process group along.
 
-Run as ``python -I -S replica_guard.py PARENT_PID ARGV...`` (standard library only, no
-site, so it starts in milliseconds). It asks Linux for ``SIGHUP`` when its parent
-dies (``prctl(PR_SET_PDEATHSIG)``), and on that signal SIGKILLs its whole process
-group: the replica and everything the replica started. A SIGKILLed emulator can run
-no cleanup, so this is what keeps its replicas from outliving it.
+Run as ``python -I -S replica_guard.py PARENT_PID`` (standard library only, no site, so it
+starts in milliseconds, once). It asks Linux for ``SIGHUP`` when its parent dies
+(``prctl(PR_SET_PDEATHSIG)``); on that signal, or when its standard input closes, it
+SIGKILLs every replica's process group (the replica and everything the replica started)
+and exits. A SIGKILLed emulator can run no cleanup, so this is what keeps its replicas
+from outliving it.
 
-Otherwise it waits for the replica and ends the same way (its exit code, or the
-same signal), so the emulator sees the replica's own status. SIGTERM and SIGINT sent
-to the group reach the replica; the guard outlives them to report its status. A
-signal no process may catch (SIGKILL: the kernel's out-of-memory killer) is re-raised
-as it is: its disposition is always the default, and asking to set it is an error.
+It speaks JSON lines. On standard input, one request per replica to start: ``{"id": N,
+"argv": [...], "env": {...}, "cwd": DIR, "log": FILE}``. On standard output: ``{"id": N,
+"pid": P, "ticks": T}`` once the replica is forked (``T``: its start time in clock ticks,
+``/proc/P/stat`` field 22, read before the process can be reaped), or ``{"id": N, "error":
+TEXT, "errno": E}`` when it could not be; and ``{"pid": P, "status": S}`` when replica ``P`` ended
+(``S``: its wait status). Each replica runs in a session (process group) of its own (made
+before its start is reported, so the emulator can signal the group at once), with
+standard input from ``/dev/null``, standard output and error appended to ``FILE``; an argv
+that cannot be executed writes why to ``FILE`` and exits 127, as a shell does.
+
+Starting replicas from this one process, rather than a guard process per replica, costs a
+``fork`` of a small process per replica instead of an interpreter's start, and gives the
+emulator one stream of every replica's exit instead of a poll per replica.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
+import selectors
 import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
-UNCATCHABLE = (signal.SIGKILL, signal.SIGSTOP)
-"""Signals whose handler cannot be set (``signal.signal`` raises OSError for them)."""
+_RESET = ("SIGPIPE", "SIGXFSZ", "SIGXFZ", "SIGHUP", "SIGCHLD", "SIGTERM", "SIGINT")
+"""Dispositions a replica gets back to their defaults (Python ignores SIGPIPE and SIGXFSZ)."""
+
+_STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+live: set[int] = set()
+guard_pid = os.getpid()
 
 
-def _kill_group(*_: object) -> None:
-    os.killpg(0, signal.SIGKILL)
+def _kill_all(*_: object) -> None:
+    for pid in list(live):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(0)
 
 
 def _die_with_parent(parent: int) -> None:
-    signal.signal(signal.SIGHUP, _kill_group)
+    signal.signal(signal.SIGHUP, _kill_all)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGHUP, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: no parent-death signal
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
-        _kill_group()
+        _kill_all()
+
+
+def _send(message: dict[str, object]) -> None:
+    data = (json.dumps(message) + "\n").encode()
+    try:
+        while data:
+            data = data[os.write(1, data) :]
+    except OSError:  # the emulator is gone
+        _kill_all()
+
+
+def _ticks(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return int(stat.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _child(request: dict[str, object], log: int, ready: int) -> None:
+    """In the forked child: a session of its own, the log as output, then exec."""
+    argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
+    try:
+        os.setsid()
+        os.close(ready)  # the guard reports the start once the group exists
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        signal.set_wakeup_fd(-1)
+        for name in _RESET:
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())  # a stop sent since the fork lands now
+        os.chdir(str(request["cwd"]))
+        env = {str(k): str(v) for k, v in request["env"].items()}  # type: ignore[attr-defined]
+        os.execvpe(argv[0], argv, env)
+    except BaseException as err:  # noqa: BLE001 - reported in the replica's log
+        try:
+            os.write(2, f"cannot start {argv[0] if argv else ''!r}: {err}\n".encode())
+        finally:
+            os._exit(127)
+
+
+def _start(request: dict[str, object]) -> None:
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        log = os.open(str(request["log"]), flags, 0o666)
+    except OSError as err:
+        _send({"id": request["id"], "error": err.strerror or str(err), "errno": err.errno})
+        return
+    # Blocked across the fork: a SIGTERM sent to the new group before the child has reset
+    # the guard's dispositions (SIGTERM ignored) waits, instead of being lost.
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    wait_r, ready = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as err:
+        os.close(log)
+        os.close(ready)
+        os.close(wait_r)
+        _send({"id": request["id"], "error": err.strerror or str(err), "errno": err.errno})
+        return
+    finally:
+        if os.getpid() == guard_pid:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+    if pid == 0:
+        os.close(wait_r)
+        _child(request, log, ready)
+    os.close(ready)
+    os.read(wait_r, 1)  # end of file once the child is in its own session (or gone)
+    os.close(wait_r)
+    os.close(log)
+    live.add(pid)
+    _send({"id": request["id"], "pid": pid, "ticks": _ticks(pid)})
+
+
+def _reap() -> None:
+    while live:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        live.discard(pid)
+        _send({"pid": pid, "status": status})
 
 
 def main(argv: list[str]) -> None:
     _die_with_parent(int(argv[0]))
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: None)  # handlers (unlike SIG_IGN) reset on exec
-    child = os.fork()
-    if child == 0:
-        try:
-            os.execvp(argv[1], argv[1:])
-        except OSError as err:
-            print(f"cannot start {argv[1]!r}: {err}", file=sys.stderr)
-            os._exit(127)
-    _, status = os.waitpid(child, 0)
-    if os.WIFSIGNALED(status):
-        killed_by = os.WTERMSIG(status)
-        if killed_by not in UNCATCHABLE:
-            signal.signal(killed_by, signal.SIG_DFL)
-        os.kill(os.getpid(), killed_by)
-        os._exit(128 + killed_by)
-    os._exit(os.waitstatus_to_exitcode(status))
+        signal.signal(sig, signal.SIG_IGN)  # the emulator ends the guard by closing its input
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    selector = selectors.DefaultSelector()
+    selector.register(0, selectors.EVENT_READ)
+    selector.register(wake_r, selectors.EVENT_READ)
+    pending = b""
+    while True:
+        for key, _ in selector.select():
+            if key.fd == wake_r:
+                os.read(wake_r, 4096)
+                continue
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                _kill_all()
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    _start(json.loads(line))
+        _reap()
 
 
 if __name__ == "__main__":

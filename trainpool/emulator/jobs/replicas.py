@@ -14,10 +14,17 @@
   the stop's reason as the message instead of "CANCELED".
 - ``scheduling.timeout`` passing stops every replica and fails the job; it is measured on
   the emulator's clock (``clock``, :meth:`trainpool.emulator.clock.Clock.monotonic`), so
-  advancing the clock past it times the job out.
+  advancing the clock past it times the job out (the engine looks again at every advance).
 - Preemption (``preempt`` set) stops every replica the same way, as a VM going away, and
   fails the job as :data:`trainpool.emulator.jobs.failure_rules.PREEMPTION_RULE` says: no restart,
   no retry.
+
+:class:`ReplicaRun` holds these rules as a state machine that nothing polls: ``begin()``
+starts the replicas, ``step()`` looks once at what happened and says the outcome when there
+is one, ``next_wake()`` says when a deadline falls due (timeout, an evaluator's grace, a
+test's kill). Its ``wake`` is called when a replica exits or a control is set; the job
+engine (:mod:`trainpool.emulator.jobs.job_run`) then runs ``step()`` on its pool.
+:func:`run_replicas` drives one run to its end in the calling thread.
 """
 
 from __future__ import annotations
@@ -26,12 +33,11 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from trainpool.emulator.faults.config import KillFault
-from trainpool.emulator.jobs import processes
-from trainpool.emulator.jobs.environments import BuildFailed
+from trainpool.emulator.jobs import processes, spawner
+from trainpool.emulator.jobs.controls import Controls, Flag, Stop
 from trainpool.emulator.jobs.failure_rules import (
     CODE_CANCELLED,
     CODE_DEADLINE_EXCEEDED,
@@ -44,13 +50,11 @@ from trainpool.emulator.jobs.failure_rules import (
     preemption_message,
     status_text,
 )
-from trainpool.emulator.jobs.launches import JobContext, LaunchError, plan_launches
-from trainpool.emulator.jobs.logs import JobLog
-from trainpool.emulator.jobs.packages import PackageError
 from trainpool.emulator.jobs.processes import Launch, Replica
-from trainpool.spec.timing import duration_seconds
+from trainpool.emulator.records.database import is_disk_full
 
 POLL_S = 0.05
+"""How often :func:`run_replicas` looks at controls that cannot wake it (plain Events)."""
 EVALUATOR_GRACE_S = 10.0
 DRIVERS = (0, 1)
 
@@ -75,34 +79,154 @@ def failure_message(replica: Replica, status: int, detail: str = "") -> str:
     return message
 
 
-@dataclass
-class _Run:
-    """The replicas of one run and what has happened to them."""
+def controlled(controls: Controls) -> Outcome | None:
+    """The outcome a cancel or a stop asks for (None: neither is set)."""
+    if controls.cancel.is_set():
+        return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
+    if controls.stop.is_set():
+        return Outcome("CANCELLED", CODE_CANCELLED, controls.stop.reason)
+    return None
 
-    launches: list[Launch]
-    policy: RetryPolicy
-    record: Callable[[list[Replica]], None]
-    note: Callable[[str], None]
-    replicas: dict[str, Replica] = field(default_factory=dict)
-    restarts: dict[str, int] = field(default_factory=dict)
-    kills: dict[str, int] = field(default_factory=dict)
-    retries: int = 0
 
-    def start(self, launches: list[Launch]) -> None:
+class ReplicaRun:
+    """The replicas of one run and what has happened to them (see the module's rules).
+
+    ``wake()`` is called, from any thread, when a replica exits; the caller then runs
+    :meth:`step`, from one thread at a time.
+    """
+
+    def __init__(
+        self,
+        launches: list[Launch],
+        controls: Controls,
+        *,
+        policy: RetryPolicy | None = None,
+        timeout_s: float | None = None,
+        on_started: Callable[[list[Replica]], None] = lambda _: None,
+        note: Callable[[str], None] = lambda _: None,
+        kill: KillFault | None = None,
+        wake: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.launches = launches
+        self.clock = clock
+        self.controls = controls
+        self.policy = policy or RetryPolicy()
+        self.timeout_s = timeout_s
+        self.record = on_started
+        self.note = note
+        self.kill = kill
+        self.wake = wake
+        self.replicas: dict[str, Replica] = {}
+        self.restarts: dict[str, int] = {}
+        self.kills: dict[str, int] = {}
+        self.retries = 0
+        self.began = 0.0
+        self.finished_at: float | None = None
+
+    def begin(self) -> Outcome | None:
+        """Start every replica; the run's outcome when it ends before it runs (cancelled or
+        stopped before the start: nothing is started; a start that fails)."""
+        early = controlled(self.controls)
+        if early is not None:
+            return early
+        self.began = self.clock()
+        try:
+            self._start(self.launches)
+        except OSError as err:
+            if is_disk_full(err):
+                raise
+            return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
+        return None
+
+    def _start(self, launches: list[Launch]) -> None:
         started = []
         for launch in launches:
             try:
                 if launch.workdir is not None:
-                    launch.workdir.fresh()
-                self.replicas[launch.name] = processes.start(launch)
+                    launch.workdir.fresh()  # a fresh copy of the image's files, every start
+                replica = self.replicas[launch.name] = spawner.start(launch)
             except OSError as err:
+                if is_disk_full(err):
+                    raise
                 raise OSError(f"Cannot start {launch.name}: {err}") from err
-            started.append(self.replicas[launch.name])
+            started.append(replica)
         self.record(started)
+        for replica in started:
+            replica.on_exit(lambda _: self.wake())
 
     def restart(self, launches: list[Launch]) -> None:
         processes.stop([self.replicas.pop(la.name) for la in launches])
-        self.start(launches)
+        self._start(launches)
+
+    def close(self) -> None:
+        """Stop whatever still runs (SIGTERM, then SIGKILL)."""
+        processes.stop(list(self.replicas.values()))
+
+    def step(self) -> Outcome | None:
+        """Look once at the controls, the deadlines and the replicas; the outcome when the run
+        has ended (restarts are made here, as the rules say)."""
+        early = controlled(self.controls)
+        if early is not None:
+            return early
+        if self.controls.preempt.is_set():
+            return Outcome(
+                "FAILED", CODE_RESOURCE_EXHAUSTED, preemption_message(sorted(self.replicas))
+            )
+        now = time.monotonic()
+        if self.timeout_s is not None and self.clock() - self.began > self.timeout_s:
+            return Outcome(
+                "FAILED",
+                CODE_DEADLINE_EXCEEDED,
+                f"The job exceeded its timeout of {self.timeout_s:g}s.",
+            )
+        if self.kill is not None:
+            self._apply_kill(self.kill, now)
+        for replica in list(self.replicas.values()):
+            status = replica.exit_status()
+            if status not in (None, 0):
+                try:
+                    outcome = self.on_failure(replica, status)
+                except OSError as err:
+                    if is_disk_full(err):
+                        raise
+                    return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
+                if outcome is not None:
+                    return outcome
+                self.finished_at = None
+                return None
+        replicas = list(self.replicas.values())
+        drivers = [r for r in replicas if r.launch.pool in DRIVERS]
+        if self.finished_at is None and all(r.exit_status() == 0 for r in drivers):
+            self.finished_at = now
+        if self.finished_at is not None:
+            evaluating = any(r.exit_status() is None for r in replicas if r.launch.pool == 3)
+            if not evaluating or now - self.finished_at > EVALUATOR_GRACE_S:
+                return Outcome("SUCCEEDED")
+        return None
+
+    def next_wake(self) -> float | None:
+        """When a deadline falls due (monotonic seconds), None when none is pending."""
+        due = []
+        if self.timeout_s is not None:  # the emulator's clock may run ahead of real time
+            ahead = self.clock() - time.monotonic()
+            due.append(self.began + self.timeout_s - ahead + 0.001)
+        if self.finished_at is not None:
+            due.append(self.finished_at + EVALUATOR_GRACE_S + 0.001)
+        kill = self.kill
+        if kill is not None and self.kills.get(kill.replica, 0) < kill.times:
+            replica = self.replicas.get(kill.replica)
+            if replica is not None and replica.exit_status() is None:
+                due.append(replica.started + kill.after_s)
+        return min(due) if due else None
+
+    def _apply_kill(self, kill: KillFault, now: float) -> None:
+        replica = self.replicas.get(kill.replica)
+        if replica is None or replica.exit_status() is not None:
+            return
+        if self.kills.get(kill.replica, 0) < kill.times and now - replica.started >= kill.after_s:
+            self.kills[kill.replica] = self.kills.get(kill.replica, 0) + 1
+            processes.signal_group(replica.pgid, signal.SIGKILL)
 
     def on_failure(self, replica: Replica, status: int) -> Outcome | None:
         """Restart what Vertex would restart; the job's failure when it would not."""
@@ -166,156 +290,41 @@ def run_replicas(
     stop: Stop | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Outcome:
-    """Start every launch, watch, restart and stop them, and say how the job ended.
+    """Start every launch, watch, restart and stop them, and say how the run ended, in the
+    calling thread.
 
     ``on_started`` gets every set of processes started (first start and restarts);
     ``on_running`` is called once, when every replica has started; ``preempt`` set ends
-    the run preempted; ``stop`` set ends it CANCELLED with its reason;
-    ``timeout_s`` is measured with ``clock``. Whatever ends the run
+    the run preempted; ``stop`` set ends it CANCELLED with its reason; ``timeout_s`` is
+    measured with ``clock``. Whatever ends the run
     (an outcome, a start that fails, a callback raising), no replica is left running; a
     run cancelled before it starts starts nothing.
     """
-    if cancel.is_set():
-        return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
-    if stop is not None and stop.is_set():
-        return Outcome("CANCELLED", CODE_CANCELLED, stop.reason)
-    run = _Run(launches, policy or RetryPolicy(), on_started, note)
-    try:
-        try:
-            run.start(launches)
-        except OSError as err:
-            return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
-        on_running()
-        return _watch(
-            run, cancel, timeout_s, kill, preempt or threading.Event(), stop or Stop(), clock
-        )
-    finally:
-        processes.stop(list(run.replicas.values()))
-
-
-def _watch(
-    run: _Run,
-    cancel: threading.Event,
-    timeout_s: float | None,
-    kill: KillFault | None,
-    preempt: threading.Event,
-    stop: Stop,
-    clock: Callable[[], float],
-) -> Outcome:
-    began = clock()
-    finished_at: float | None = None
-    while True:
-        if cancel.is_set():
-            return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
-        if stop.is_set():
-            return Outcome("CANCELLED", CODE_CANCELLED, stop.reason)
-        if preempt.is_set():
-            return Outcome(
-                "FAILED", CODE_RESOURCE_EXHAUSTED, preemption_message(sorted(run.replicas))
-            )
-        if timeout_s is not None and clock() - began > timeout_s:
-            return Outcome(
-                "FAILED", CODE_DEADLINE_EXCEEDED, f"The job exceeded its timeout of {timeout_s:g}s."
-            )
-        if kill is not None:
-            _apply_kill(run, kill)
-        for replica in list(run.replicas.values()):
-            status = replica.exit_status()
-            if status not in (None, 0):
-                try:
-                    outcome = run.on_failure(replica, status)
-                except OSError as err:
-                    return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
-                if outcome is not None:
-                    return outcome
-                finished_at = None
-                break
-        replicas = list(run.replicas.values())
-        drivers = [r for r in replicas if r.launch.pool in DRIVERS]
-        if finished_at is None and all(r.exit_status() == 0 for r in drivers):
-            finished_at = time.monotonic()
-        if finished_at is not None:
-            evaluating = any(r.exit_status() is None for r in replicas if r.launch.pool == 3)
-            if not evaluating or time.monotonic() - finished_at > EVALUATOR_GRACE_S:
-                return Outcome("SUCCEEDED")
-        cancel.wait(POLL_S)
-
-
-def _apply_kill(run: _Run, kill: KillFault) -> None:
-    replica = run.replicas.get(kill.replica)
-    if replica is None or replica.exit_status() is not None:
-        return
-    if run.kills.get(kill.replica, 0) < kill.times:
-        if time.monotonic() - replica.started >= kill.after_s:
-            run.kills[kill.replica] = run.kills.get(kill.replica, 0) + 1
-            processes.signal_group(replica.pgid, signal.SIGKILL)
-
-
-class Stop:
-    """The service stopping a job early, with its reason (a sweep's stopping rule); set once."""
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-        self.reason = ""
-
-    def set(self, reason: str) -> None:
-        if not self._event.is_set():
-            self.reason = reason
-            self._event.set()
-
-    def is_set(self) -> bool:
-        return self._event.is_set()
-
-
-@dataclass(frozen=True)
-class Controls:
-    """How a running job is stopped from outside: ``cancel``, ``preempt`` (its VMs
-    reclaimed, :mod:`trainpool.emulator.faults.preemption`), or ``stop`` (the service stops
-    it early, :class:`Stop`)."""
-
-    cancel: threading.Event = field(default_factory=threading.Event)
-    preempt: threading.Event = field(default_factory=threading.Event)
-    stop: Stop = field(default_factory=Stop)
-
-
-def run_spec(
-    spec: dict[str, Any],
-    ctx: JobContext,
-    controls: Controls,
-    *,
-    on_started: Callable[[list[Replica]], None],
-    on_running: Callable[[], None] = lambda: None,
-    kill: KillFault | None = None,
-    clock: Callable[[], float] = time.monotonic,
-) -> Outcome:
-    """Plan and run the replicas of one CustomJobSpec; any setup problem is a FAILED outcome.
-
-    ``on_started`` gets every set of replica processes started (restarts too);
-    ``on_running`` is called once every replica has started; ``controls`` cancel or
-    preempt it; ``kill`` is a test fault; ``clock`` measures ``scheduling.timeout`` (the
-    emulator's clock).
-    """
-    note = JobLog(ctx.files.log)
-    try:
-        launches = plan_launches(spec, ctx, note)
-    except (LaunchError, PackageError, BuildFailed) as err:
-        note(str(err))
-        return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
-    note(f"starting {len(launches)} replica(s): {', '.join(la.name for la in launches)}")
-    scheduling = spec.get("scheduling", {})
-    timeout = scheduling.get("timeout", "")
-    outcome = run_replicas(
+    controls = Controls(cancel, preempt or Flag(), stop or Stop())  # type: ignore[arg-type]
+    changed = threading.Event()
+    run = ReplicaRun(
         launches,
-        cancel=controls.cancel,
-        policy=RetryPolicy.from_scheduling(scheduling),
-        timeout_s=duration_seconds(timeout) if timeout else None,
+        controls,
+        policy=policy,
+        timeout_s=timeout_s,
         on_started=on_started,
-        on_running=on_running,
         note=note,
         kill=kill,
-        preempt=controls.preempt,
-        stop=controls.stop,
+        wake=changed.set,
         clock=clock,
     )
-    note(f"ended {outcome.state}" + (f": {outcome.message}" if outcome.message else ""))
-    return outcome
+    try:
+        outcome = run.begin()
+        if outcome is not None:
+            return outcome
+        on_running()
+        while True:
+            changed.clear()
+            outcome = run.step()
+            if outcome is not None:
+                return outcome
+            due = run.next_wake()
+            wait = POLL_S if due is None else min(POLL_S, max(0.0, due - time.monotonic()))
+            changed.wait(wait)
+    finally:
+        run.close()

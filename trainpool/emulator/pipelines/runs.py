@@ -32,7 +32,7 @@ from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.rpc import code_pb2
 
 from trainpool.config import EMULATOR_ENV, HOME_ENV
-from trainpool.emulator.jobs import processes
+from trainpool.emulator.jobs import processes, spawner
 from trainpool.emulator.jobs.runner import TERMINAL as JOB_TERMINAL
 from trainpool.emulator.jobs.runner import Runner
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, PIPELINE_JOBS, TUNING_JOBS
@@ -114,17 +114,23 @@ class PipelineRuns:
         launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
         with self._lock:
             try:
-                run = processes.start(launch)
+                run = spawner.start(launch)
             except OSError as err:
                 self.finish(job.name, 127, f"could not start the local run: {err}")
                 return
             self._runs[job.name] = run
             started = self.state.clock.now()
             self._set(job.name, state=PipelineState.PIPELINE_STATE_RUNNING, start_time=started)
-        threading.Thread(target=self._wait, args=(job.name, run), daemon=True).start()
+        name = job.name
 
-    def _wait(self, name: str, run: processes.Replica) -> None:
-        code = run.proc.wait()
+        def ended(run: processes.Replica) -> None:
+            self.runner.engine.pool.submit(self._ended, name, run)
+
+        run.on_exit(ended)
+
+    def _ended(self, name: str, run: processes.Replica) -> None:
+        code = run.exit_status()
+        assert code is not None
         with self._lock:
             if not self._closed:
                 self.finish(name, code, failure_summary(run.launch.log))

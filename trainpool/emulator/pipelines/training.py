@@ -30,7 +30,6 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.protobuf import json_format, struct_pb2
 
-from trainpool.emulator.jobs.replicas import Controls
 from trainpool.emulator.jobs.runner import TERMINAL, Runner
 from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TRAINING_PIPELINES, parent_of
@@ -85,6 +84,7 @@ class TrainingPipelines:
 
     def create(self, parent: str, pipeline: Any, spec: dict[str, Any]) -> tp.TrainingPipeline:
         """Store ``pipeline`` and start its backing CustomJob, which runs ``spec``."""
+        self.runner.check_quota(spec)
         pipeline.name = (
             f"{parent}/{TRAINING_PIPELINES.collection}/{self.state.new_id('training_pipeline')}"
         )
@@ -102,14 +102,7 @@ class TrainingPipelines:
         tp.TrainingPipeline.pb(pipeline).training_task_metadata.CopyFrom(metadata)
         self.records.insert(TRAINING_PIPELINES, parent, pipeline)
         name = pipeline.name
-
-        def work(job_name: str, controls: Controls) -> None:
-            try:
-                self.runner.run_custom_job(job_name, controls)
-            finally:
-                self.follow(name, final=True)
-
-        self.runner.submit(job.name, work)
+        self.runner.run_custom_job(job.name, on_end=lambda _: self.follow(name, final=True))
         return pipeline
 
     def follow(self, name: str, final: bool = False) -> Any:

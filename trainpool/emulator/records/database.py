@@ -1,14 +1,27 @@
 """One SQLite file per emulator root, behind a lock, and the ids it hands out.
 
-One connection is shared by every thread behind a lock, so calls never interleave:
+One connection writes, shared by every thread behind a lock, so writes never interleave:
 ``execute`` runs one statement in its own transaction, ``transaction()`` several,
-committed together. ``new_id(sequence)`` hands out "1000", "1001", ... per sequence, and
-survives restarts; ``setting(key)`` / ``set_setting(key, value)`` keep a few values of the
-emulator itself (the clock's offset).
+committed together. ``read`` runs a query on a connection of the calling thread's own
+(WAL lets readers go on while a write commits), so a Get or a List never waits for the
+writers' lock. WAL checkpoints (which copy the log into the file and sync it) run every
+:data:`CHECKPOINT_S` on a thread of their own, not inside a writer's commit.
+``new_id(sequence)`` hands out "1000", "1001", ... per sequence, and survives restarts;
+``take_id(sequence)`` hands one out from memory, to be stored with the record it names
+(``keep_id(conn, sequence, id)`` in the same transaction), so a Create takes the writers'
+lock once. ``setting(key)`` / ``set_setting(key, value)`` keep a few values of the emulator
+itself (the clock's offset).
+
+A write the disk cannot hold (SQLite's "database or disk is full") raises :class:`DiskFull`,
+an ``OSError`` (``ENOSPC``) naming the store's disk; :meth:`Database.require_space` raises it
+before anything is written when the disk has less than :data:`MIN_FREE_BYTES` left (a
+Create must create nothing there: the services answer RESOURCE_EXHAUSTED).
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -21,6 +34,31 @@ CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, next INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 FIRST_ID = 1000
+CHECKPOINT_S = 1.0
+MIN_FREE_BYTES = 256 * 1024
+"""Below this much free space the store's disk counts as full: no new job is created."""
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFull(OSError):
+    """The disk of the store is full; ``str()`` names it and says what could not be written."""
+
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(
+            errno.ENOSPC,
+            f"No space left on the disk of the emulator's store {path}: {detail}. Free some "
+            "space there (old jobs' logs and outputs) and try again",
+        )
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether ``err`` says a disk is full (ENOSPC, EDQUOT, SQLite's SQLITE_FULL)."""
+    if isinstance(err, OSError) and err.errno in _FULL:
+        return True
+    code = getattr(err, "sqlite_errorcode", None)
+    return isinstance(err, sqlite3.Error) and (
+        code == sqlite3.SQLITE_FULL or "database or disk is full" in str(err)
+    )
 
 
 class Database:
@@ -33,7 +71,45 @@ class Database:
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job
         self._conn.executescript(_IDS_TABLE)
+        self._local = threading.local()
+        self._next: dict[str, int] = {}
+        self._ids_lock = threading.Lock()
+        self._readers: list[sqlite3.Connection] = []
+        self._closed = False
+        self._stop = threading.Event()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoints, name="trainpool-sqlite-checkpoint", daemon=True
+        )
+        self._checkpointer.start()
+
+    def _checkpoints(self) -> None:
+        """Copy the write-ahead log into the database every :data:`CHECKPOINT_S` (PASSIVE:
+        writers and readers go on meanwhile)."""
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            while not self._stop.wait(CHECKPOINT_S):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    pass  # busy, or a full disk: the next one tries again
+        finally:
+            conn.close()
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """Run one query on this thread's own reading connection (it sees every committed
+        write) and return its rows."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            with self._lock:
+                if self._closed:
+                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+                conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+                conn.row_factory = sqlite3.Row
+                self._readers.append(conn)
+            self._local.conn = conn
+        return conn.execute(sql, params).fetchall()
 
     def executescript(self, script: str) -> None:
         """Run DDL (``CREATE TABLE IF NOT EXISTS ...``)."""
@@ -41,32 +117,67 @@ class Database:
             self._conn.executescript(script)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        """Run one statement in its own transaction and return its rows."""
-        with self.transaction() as conn:
-            return conn.execute(sql, params).fetchall()
+        """Run one statement in its own transaction (SQLite's implicit one: a single call
+        while the lock is held) and return its rows; a full disk raises :class:`DiskFull`."""
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as err:
+                if not is_disk_full(err):
+                    raise
+                raise DiskFull(
+                    self.path.parent, f"the database could not be written ({err})"
+                ) from err
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """Hold the lock and one transaction; commit on success, roll back on error."""
+        """Hold the lock and one transaction; commit on success, roll back on error; a full
+        disk raises :class:`DiskFull`."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as err:
+                if not is_disk_full(err):
+                    raise
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise DiskFull(
+                    self.path.parent, f"the database could not be written ({err})"
+                ) from err
+
+    def require_space(self) -> None:
+        """Raise :class:`DiskFull` when the store's disk has less than :data:`MIN_FREE_BYTES`."""
+        try:
+            info = os.statvfs(self.path.parent)
+        except OSError:
+            return
+        free = info.f_bavail * info.f_frsize
+        if free < MIN_FREE_BYTES:
+            raise DiskFull(self.path.parent, f"{free} bytes free")
 
     def new_id(self, sequence: str = "resource") -> str:
         """The next id of ``sequence`` as a string ("1000", "1001", ...); survives restarts."""
+        value = self.take_id(sequence)
         with self.transaction() as conn:
-            row = conn.execute("SELECT next FROM ids WHERE name = ?", (sequence,)).fetchone()
-            value = FIRST_ID if row is None else int(row["next"])
-            conn.execute(
-                "INSERT INTO ids (name, next) VALUES (?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET next = excluded.next",
-                (sequence, value + 1),
-            )
+            keep_id(conn, sequence, value)
+        return value
+
+    def take_id(self, sequence: str) -> str:
+        """The next id of ``sequence``, from memory; store it with :func:`keep_id` in the
+        transaction that stores what it names (an id whose record failed is not reused)."""
+        with self._ids_lock:
+            if sequence not in self._next:
+                rows = self.read("SELECT next FROM ids WHERE name = ?", (sequence,))
+                self._next[sequence] = FIRST_ID if not rows else int(rows[0]["next"])
+            value = self._next[sequence]
+            self._next[sequence] = value + 1
         return str(value)
 
     def setting(self, key: str) -> str | None:
@@ -86,5 +197,23 @@ class Database:
         return {row["name"] for row in rows}
 
     def close(self) -> None:
+        self._stop.set()
+        self._checkpointer.join(timeout=5)
         with self._lock:
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass
+            self._closed = True
+            for reader in self._readers:
+                reader.close()
             self._conn.close()
+
+
+def keep_id(conn: sqlite3.Connection, sequence: str, value: str) -> None:
+    """Within a transaction of ``conn``: id ``value`` of ``sequence`` is taken for good."""
+    conn.execute(
+        "INSERT INTO ids (name, next) VALUES (?, ?) "
+        "ON CONFLICT(name) DO UPDATE SET next = max(next, excluded.next)",
+        (sequence, int(value) + 1),
+    )

@@ -13,6 +13,12 @@ enum its ``state`` filter names (``state=JOB_STATE_RUNNING``), and the string fi
 may filter on (``schedule_name=...``).
 
 Timestamps (``update_time``) come from the emulator's clock (:mod:`trainpool.emulator.clock`).
+
+When the disk is full (:class:`trainpool.emulator.records.database.DiskFull`), an insert
+fails (nothing is created); an update is kept in memory, served by ``get`` and ``page``
+until a later write can store it, and raises ``DiskFull`` so the caller knows: a job that
+fails because its disk is full is shown FAILED at once, even when not one more byte can be
+written.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any
 
 from trainpool.emulator.clock import Clock
 from trainpool.emulator.records import paging
-from trainpool.emulator.records.database import Database
+from trainpool.emulator.records.database import Database, DiskFull
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -97,26 +103,37 @@ class Records:
         self.clock = clock or Clock()
         db.executescript(_SCHEMA)
         self._lock = threading.RLock()
+        self._unsaved: dict[str, tuple[Kind, Any]] = {}
 
-    def insert(self, kind: Kind, parent: str, resource: Any) -> Any:
+    def insert(
+        self,
+        kind: Kind,
+        parent: str,
+        resource: Any,
+        also: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> Any:
         """Store ``resource`` (its ``name`` set) under ``parent``; :class:`AlreadyExists` when
-        its name is taken."""
+        its name is taken. ``also(conn)`` runs in the same transaction."""
+        row = (
+            kind.collection,
+            resource.name,
+            parent,
+            kind.state_of(resource),
+            getattr(resource, "display_name", ""),
+            kind.message.serialize(resource),
+        )  # made before the writers' lock is taken: it is held for the statements only
+        labels = _labels(resource)
         try:
             with self.db.transaction() as conn:
                 conn.execute(
                     "INSERT INTO resources (kind, name, parent, state, display_name, proto) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        kind.collection,
-                        resource.name,
-                        parent,
-                        kind.state_of(resource),
-                        getattr(resource, "display_name", ""),
-                        kind.message.serialize(resource),
-                    ),
+                    row,
                 )
-                self._set_labels(conn, resource.name, _labels(resource))
+                self._set_labels(conn, resource.name, labels)
                 self._set_fields(conn, resource.name, kind.fields_of(resource))
+                if also is not None:
+                    also(conn)
         except sqlite3.IntegrityError:
             raise AlreadyExists(resource.name) from None
         return resource
@@ -138,7 +155,10 @@ class Records:
         )
 
     def get(self, kind: Kind, name: str) -> Any | None:
-        rows = self.db.execute(
+        unsaved = self._unsaved.get(name)
+        if unsaved is not None and unsaved[0] == kind:
+            return kind.message.deserialize(kind.message.serialize(unsaved[1]))
+        rows = self.db.read(
             "SELECT proto FROM resources WHERE name = ? AND kind = ?", (name, kind.collection)
         )
         return kind.message.deserialize(rows[0]["proto"]) if rows else None
@@ -151,32 +171,72 @@ class Records:
         return found
 
     def update(
-        self, kind: Kind, name: str, change: Callable[[Any], None], *, stamp: bool = True
+        self,
+        kind: Kind,
+        name: str,
+        change: Callable[[Any], None],
+        also: Callable[[sqlite3.Connection], None] | None = None,
+        *,
+        stamp: bool = True,
     ) -> Any:
         """Apply ``change`` to the stored resource, stamp ``update_time`` (unless ``stamp`` is
-        False: a change of output fields only), store and return it."""
+        False: a change of output fields only), store and return it (on a full disk it is
+        kept in memory, and ``DiskFull`` raised). ``also(conn)`` runs in the same transaction
+        (a statement on another table that goes with it)."""
         with self._lock:
+            self._flush()
             resource = self.require(kind, name)
             before = _labels(resource), kind.fields_of(resource)
             change(resource)
             if stamp and kind.stamps_updates():
                 resource.update_time = self.clock.now()
-            with self.db.transaction() as conn:
-                conn.execute(
-                    "UPDATE resources SET state = ?, display_name = ?, proto = ? WHERE name = ?",
-                    (
-                        kind.state_of(resource),
-                        getattr(resource, "display_name", ""),
-                        kind.message.serialize(resource),
-                        name,
-                    ),
-                )
-                labels, fields = _labels(resource), kind.fields_of(resource)
-                if labels != before[0]:
-                    self._set_labels(conn, name, labels)
-                if fields != before[1]:
-                    self._set_fields(conn, name, fields)
+            try:
+                self._write(kind, name, resource, before, also)
+            except DiskFull:
+                self._unsaved[name] = (kind, resource)
+                raise
             return resource
+
+    def _write(
+        self,
+        kind: Kind,
+        name: str,
+        resource: Any,
+        before: tuple[dict[str, str], dict[str, str]] | None = None,
+        also: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
+        """Store ``resource``; its labels and indexed fields too unless they equal
+        ``before`` (None: unknown, written)."""
+        row = (
+            kind.state_of(resource),
+            getattr(resource, "display_name", ""),
+            kind.message.serialize(resource),
+            name,
+        )  # made before the writers' lock is taken: it is held for the statements only
+        labels, fields = _labels(resource), kind.fields_of(resource)
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE resources SET state = ?, display_name = ?, proto = ? WHERE name = ?", row
+            )
+            if before is None or labels != before[0]:
+                self._set_labels(conn, name, labels)
+            if before is None or fields != before[1]:
+                self._set_fields(conn, name, fields)
+            if also is not None:
+                also(conn)
+        self._unsaved.pop(name, None)
+
+    def _flush(self) -> None:
+        """Store the updates a full disk held back, while it lets them."""
+        for name, (kind, resource) in list(self._unsaved.items()):
+            try:
+                self._write(kind, name, resource)
+            except DiskFull:
+                return
+
+    def unsaved(self) -> int:
+        """How many updates wait in memory for disk space."""
+        return len(self._unsaved)
 
     def delete(self, kind: Kind, name: str) -> bool:
         """Remove the resource; False when there was none."""
@@ -196,13 +256,18 @@ class Records:
         :class:`trainpool.errors.InputError`."""
         where, params = self._where(kind, filter)
         size = paging.page_size(page_size)
-        rows = self.db.execute(
+        rows = self.db.read(
             "SELECT seq, proto FROM resources WHERE kind = ? AND parent = ? AND seq > ?"
             f"{where} ORDER BY seq LIMIT ?",
             [kind.collection, parent, paging.page_after(page_token), *params, size + 1],
         )
         token = str(rows[size - 1]["seq"]) if len(rows) > size else ""
-        return [kind.message.deserialize(row["proto"]) for row in rows[:size]], token
+        found = []
+        for row in rows[:size]:
+            resource = kind.message.deserialize(row["proto"])
+            unsaved = self._unsaved.get(resource.name)
+            found.append(resource if unsaved is None else self.get(kind, resource.name))
+        return found, token
 
     def _where(self, kind: Kind, filter: str) -> tuple[str, list[Any]]:
         conditions = paging.parse_filter(filter, kind.indexed)
@@ -227,7 +292,7 @@ class Records:
         values = [int(v) for v in not_states]
         if values:
             where += f" AND resources.state NOT IN ({','.join('?' * len(values))})"
-        rows = self.db.execute(
+        rows = self.db.read(
             f"SELECT COUNT(*) AS n FROM resources WHERE kind = ?{where}",
             [kind.collection, *params, *values],
         )
@@ -246,5 +311,5 @@ class Records:
             values = [int(v) for v in chosen]
             sql += f" AND state {op} ({','.join('?' * len(values))})"
             params += values
-        rows = self.db.execute(sql + " ORDER BY seq", params)
+        rows = self.db.read(sql + " ORDER BY seq", params)
         return [row["name"] for row in rows]

@@ -1,5 +1,10 @@
 """Running a HyperparameterTuningJob: each trial a CustomJob of its own, truly in parallel.
 
+A sweep has no thread: :class:`TuningRun` acts when something happened (it started, a
+trial's CustomJob ended, Cancel, a look at the running trials fell due), one call at a time
+on the job engine's pool. Its trials run on the engine like any CustomJob, and count
+against the machine's replica quota (a trial waits QUEUED for its slots).
+
 Trial ``n`` (ids "1", "2", ...) runs the trial job spec with the trial id in
 CLUSTER_SPEC, TF_CONFIG, CLOUD_ML_TRIAL_ID and the output directories, and its
 parameters appended to every pool's args as ``--name=value``.
@@ -29,33 +34,31 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
-from concurrent import futures
-from datetime import datetime, timedelta
 from typing import Any
 
 from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
-from google.protobuf import duration_pb2
 
+from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED, CODE_FAILED_PRECONDITION
+from trainpool.emulator.jobs.job_run import error_outcome
 from trainpool.emulator.jobs.logs import JobLog
-from trainpool.emulator.jobs.replicas import Controls, Outcome, run_spec
+from trainpool.emulator.jobs.replicas import Outcome
 from trainpool.emulator.jobs.runner import Runner, job_spec_rest
 from trainpool.emulator.records.kinds import CUSTOM_JOBS
 from trainpool.emulator.sweeps.stopping import EarlyStopping
 from trainpool.emulator.sweeps.study_fields import notes
 from trainpool.emulator.sweeps.suggestions import Params, Search
 from trainpool.emulator.sweeps.trial_args import integer_valued, trial_spec
+from trainpool.emulator.sweeps.trial_results import read_records, recorder
 from trainpool.emulator.sweeps.trial_rules import (
     measurement,
     stopping_rule,
     trials_fail_job,
     trials_rule,
 )
-from trainpool.runtime.hypertune import MetricRecord, read_metrics
 
 Trial = study_types.Trial
 
@@ -64,6 +67,8 @@ SWEEP_LABEL = "trainpool-emulator-sweep"
 TRIAL_LABEL = "trainpool-emulator-trial"
 """Label of a trial's CustomJob: its trial id."""
 POLL_S = 0.1
+"""How often a sweep with a stopping rule looks at its running trials (the watch reads a
+trial's metric file at most every ``stopping.WATCH_S``)."""
 
 
 def study_spec_rest(study_spec: study_types.StudySpec) -> dict[str, Any]:
@@ -77,12 +82,14 @@ def study_spec_rest(study_spec: study_types.StudySpec) -> dict[str, Any]:
 
 
 class TuningRun:
-    """The state of one running sweep; the job record is updated from one thread only."""
+    """The state of one running sweep; it acts through its serial queue only, so the job
+    record is updated from one call at a time."""
 
-    def __init__(self, runner: Runner, name: str, cancel: threading.Event) -> None:
+    def __init__(self, runner: Runner, name: str, controls: Controls) -> None:
         self.runner = runner
         self.name = name
-        self.cancel = cancel
+        self.controls = controls
+        self.cancel = controls.cancel
         job = runner.require(name)
         self.parent, _, self.job_id = name.rpartition("/hyperparameterTuningJobs/")
         self.display_name = job.display_name
@@ -108,80 +115,111 @@ class TuningRun:
         )
         self.started: dict[str, float] = {}
         """Each running trial's start, in real POSIX time (the trainer stamps its metrics so)."""
+        self.running: dict[str, tuple[int, str]] = {}  # trial id -> (search number, job)
+        self.launched = 0
+        self.exhausted = False
+        self.failure: Outcome | None = None
+        self.ended = False
+        self.serial = runner.engine.serial(self._crashed)
 
-    def run(self) -> Outcome:
+    def start(self) -> None:
+        """Begin the sweep (from any thread): it runs on the engine from now on."""
+        self.serial.send(self._begin)
+
+    def _begin(self) -> None:
+        self.runner.set_state(self.name, JobState.JOB_STATE_PENDING)
         self.note(f"search algorithm {self.search.note}")
         for line in self.notes:
             self.note(line)
         if self.rule is not None:
             self.note(f"automated stopping: {self.rule.describe()}")
         self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING)
-        running: dict[futures.Future[Outcome], tuple[int, str, str]] = {}
-        started = 0
-        exhausted = False
-        failure: Outcome | None = None
-        with futures.ThreadPoolExecutor(self.parallel) as pool:
-            while True:
-                while (
-                    failure is None
-                    and not exhausted
-                    and not self.cancel.is_set()
-                    and len(running) < self.parallel
-                    and started < self.max_trials
-                ):
-                    asked = self.search.ask()
-                    if asked is None:
-                        exhausted = True
-                        self.note(f"the grid has {started} points; no more trials to run")
-                        break
-                    started += 1
-                    number, params = asked
-                    trial_id = str(started)
-                    job_name, controls = self._add_trial(trial_id, params)
-                    future = pool.submit(self._run_trial, job_name, controls, trial_id, params)
-                    running[future] = (number, trial_id, job_name)
-                if not running:
-                    break
-                done, _ = futures.wait(running, POLL_S, futures.FIRST_COMPLETED)
-                if self.cancel.is_set():
-                    for _, _, job_name in running.values():
-                        self.runner.cancel(job_name)
-                for future in done:
-                    number, trial_id, _ = running.pop(future)
-                    failure = self._finish_trial(number, trial_id, future.result()) or failure
-                if failure is not None:
-                    self.cancel.set()
-                elif self.early and not self.cancel.is_set():
-                    self.early.check()
-        if failure is not None:
-            return failure
-        if self.cancel.is_set():
-            return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
-        return Outcome("SUCCEEDED")
+        self.cancel.listen(lambda: self.serial.send(self._cancelled))
+        self._fill()
+        if self.early is not None:
+            self.runner.engine.timers.after(POLL_S, lambda: self.serial.send(self._look))
 
-    def _run_trial(
-        self, job_name: str, controls: Controls, trial_id: str, params: Params
-    ) -> Outcome:
-        """Run the trial's CustomJob to its end, recorded on it."""
-        try:
-            self.runner.set_state(job_name, JobState.JOB_STATE_PENDING)
-            outcome = run_spec(
-                trial_spec(self.spec, params, self.integral),
+    def _fill(self) -> None:
+        """Start trials while the study allows; end the sweep when none runs any more."""
+        while (
+            self.failure is None
+            and not self.exhausted
+            and not self.cancel.is_set()
+            and len(self.running) < self.parallel
+            and self.launched < self.max_trials
+        ):
+            asked = self.search.ask()
+            if asked is None:
+                self.exhausted = True
+                self.note(f"the grid has {self.launched} points; no more trials to run")
+                break
+            self.launched += 1
+            number, params = asked
+            trial_id = str(self.launched)
+            spec = trial_spec(self.spec, params, self.integral)
+            job_name, controls = self._add_trial(trial_id, params, spec)
+            self.running[trial_id] = (number, job_name)
+
+            def done(outcome: Outcome, trial_id: str = trial_id) -> None:
+                self.serial.send(lambda: self._trial_done(trial_id, outcome))
+
+            self.runner.launch(
+                job_name,
+                spec,
                 self.runner.context(self.name, trial_id),
                 controls,
-                on_started=lambda replicas: self.runner.record_groups(self.name, replicas),
-                on_running=lambda: self.runner.set_state(job_name, JobState.JOB_STATE_RUNNING),
-                kill=self.runner.kill,
-                clock=self.runner.state.clock.monotonic,
+                done,
             )
-            self.runner.finish(job_name, outcome)
-            return outcome
-        finally:
-            self.runner.unregister(job_name)
+        if not self.running:
+            self._end()
 
-    def _add_trial(self, trial_id: str, params: Params) -> tuple[str, Controls]:
+    def _trial_done(self, trial_id: str, outcome: Outcome) -> None:
+        number, _ = self.running.pop(trial_id)
+        self.failure = self._finish_trial(number, trial_id, outcome) or self.failure
+        if self.failure is not None:
+            self.cancel.set()  # the listener cancels the running trials
+        self._fill()
+
+    def _cancelled(self) -> None:
+        for _, job_name in self.running.values():
+            self.runner.cancel(job_name)
+        if not self.running:
+            self._end()
+
+    def _look(self) -> None:
+        """The stopping rule's look at the running trials; the next one is scheduled."""
+        if self.ended:
+            return
+        if self.early is not None and not self.cancel.is_set() and self.failure is None:
+            self.early.check()
+        self.runner.engine.timers.after(POLL_S, lambda: self.serial.send(self._look))
+
+    def _crashed(self, err: BaseException) -> None:
+        """A call of the sweep raised: it fails (its disk named when it is full)."""
+        if self.failure is None:
+            self.failure = error_outcome(err, self.runner.state.root)
+        self.cancel.set()
+        self._cancelled()
+
+    def _end(self) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        if self.failure is not None:
+            outcome = self.failure
+        elif self.cancel.is_set():
+            outcome = Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
+        else:
+            outcome = Outcome("SUCCEEDED")
+        try:
+            self.runner.finish(self.name, outcome)
+        finally:
+            self.runner.unregister(self.name)
+
+    def _add_trial(
+        self, trial_id: str, params: Params, spec: dict[str, Any]
+    ) -> tuple[str, Controls]:
         """Store the trial and its CustomJob (QUEUED, reachable by cancel and preempt)."""
-        spec = trial_spec(self.spec, params, self.integral)
         record = cj.CustomJob(
             display_name=f"{self.display_name}-trial-{trial_id}",
             job_spec=cj.CustomJobSpec.from_json(json.dumps(spec)),
@@ -215,11 +253,7 @@ class TuningRun:
         metric_file = self.runner.files(self.name, trial_id).metric_file()
         result = None
         reason = outcome.message
-        unreadable = ""
-        try:
-            records = read_metrics(str(metric_file))
-        except ValueError as err:  # a line the trainer wrote is not a measurement
-            records, unreadable = [], str(err)
+        records, unreadable = read_records(metric_file)
         started = self.started.pop(trial_id)
         reported = records[-1].global_step if records else 0
         early = False
@@ -236,23 +270,7 @@ class TuningRun:
                 )
         self.search.tell(number, None if result is None else result[0])
         ended = self.runner.state.clock.now()
-
-        def record(job: Any) -> None:
-            trial = job.trials[int(trial_id) - 1]
-            trial.end_time = ended
-            trial.measurements = [step(r, started) for r in records]
-            if result is None:
-                trial.state = Trial.State.INFEASIBLE
-                trial.infeasible_reason = reason
-                return
-            trial.state = Trial.State.SUCCEEDED
-            elapsed = ended - datetime.fromisoformat(trial.start_time.isoformat())
-            trial.final_measurement = study_types.Measurement(
-                step_count=result[1],
-                elapsed_duration=duration_pb2.Duration(seconds=int(elapsed.total_seconds())),
-                metrics=[{"metric_id": self.metric_id, "value": result[0]}],
-            )
-
+        record = recorder(trial_id, records, result, reason, self.metric_id, ended, started)
         self.runner.update(self.name, record)
         if result is not None and early:
             self.succeeded += 1
@@ -282,19 +300,6 @@ class TuningRun:
         )
 
 
-def step(record: MetricRecord, started: float) -> study_types.Measurement:
-    """One reported step as a ``Measurement``: every metric of the record, its step, and
-    the time since the trial started (``started``: the real POSIX time the trial started;
-    the record's timestamp is the trainer's, in real time)."""
-    elapsed = max(0.0, record.timestamp - started)
-    return study_types.Measurement(
-        step_count=record.global_step,
-        elapsed_duration=timedelta(seconds=elapsed),
-        metrics=[{"metric_id": k, "value": v} for k, v in record.values.items()],
-    )
-
-
-def run_tuning_job(runner: Runner, name: str, cancel: threading.Event) -> None:
-    """The life of one HyperparameterTuningJob."""
-    runner.set_state(name, JobState.JOB_STATE_PENDING)
-    runner.finish(name, TuningRun(runner, name, cancel).run())
+def run_tuning_job(runner: Runner, name: str) -> None:
+    """Start the life of stored HyperparameterTuningJob ``name`` on the job engine."""
+    TuningRun(runner, name, runner.register(name)).start()

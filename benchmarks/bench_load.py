@@ -1,0 +1,217 @@
+"""The emulator under load: 20 clients x 50 small jobs, what is lost, latencies, threads.
+
+Run: ``python3 benchmarks/bench_load.py [--clients 20] [--jobs 50]``.
+
+An emulator server (``python -m trainpool.cli emulator``, a process of its own) and
+``--clients`` client processes (the official ``JobServiceClient``, started and ready before
+the clock starts). Each client creates its ``--jobs`` CustomJobs (one replica running
+``true``), with a GetCustomJob of one of its jobs and a ListCustomJobs (its label, page of
+10) after each Create, then polls its jobs with Get until every one has ended. Prints: jobs
+created, completed (SUCCEEDED), lost (created but not listed, or not ended within
+``--deadline`` s), p50 / p99 of Create, Get and List, the wall time, and the emulator's peak
+threads (``/proc/PID/status``) and processes (its descendants: the guard, replicas and
+their children), sampled every 20 ms.
+
+Goals (issue 22): nothing lost, p99 of each call under 100 ms, threads bounded by a
+constant. To measure another checkout (the "before"), run this same script with
+``PYTHONPATH`` pointing at that checkout: the server and the clients run its code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PARENT = "projects/bench/locations/us-central1"
+FINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+
+
+def client_main(index: int, jobs: int, deadline_s: float) -> None:
+    """One client: ready, wait for "go" on stdin, run, print its figures as JSON."""
+    from trainpool.vertex.clients import job_client
+
+    client = job_client("us-central1")
+    label = f"c{index}"
+    job = {
+        "display_name": f"load-{label}",
+        "labels": {"client": label},
+        "job_spec": {
+            "worker_pool_specs": [
+                {
+                    "replica_count": 1,
+                    "machine_spec": {"machine_type": "n1-standard-4"},
+                    "container_spec": {"image_uri": "local/none", "command": ["true"]},
+                }
+            ]
+        },
+    }
+    client.list_custom_jobs(request={"parent": PARENT, "page_size": 1})  # the channel is up
+    print("ready", flush=True)
+    sys.stdin.readline()
+    times: dict[str, list[float]] = {"create": [], "get": [], "list": []}
+
+    def timed(kind: str, call: Any, **request: Any) -> Any:
+        began = time.perf_counter()
+        result = call(request=request)
+        times[kind].append(time.perf_counter() - began)
+        return result
+
+    names: list[str] = []
+    mine = f'labels.client="{label}"'
+    for i in range(jobs):
+        names.append(timed("create", client.create_custom_job, parent=PARENT, custom_job=job).name)
+        timed("get", client.get_custom_job, name=names[i // 2])
+        timed("list", client.list_custom_jobs, parent=PARENT, filter=mine, page_size=10)
+    states: dict[str, str] = {}
+    stop = time.monotonic() + deadline_s
+    while len(states) < len(names) and time.monotonic() < stop:
+        for name in names:
+            if name not in states:
+                state = timed("get", client.get_custom_job, name=name).state.name
+                if state in FINAL:
+                    states[name] = state
+        time.sleep(0.2)
+    listed: set[str] = set()
+    token = ""
+    while True:
+        page = client.list_custom_jobs(
+            request={"parent": PARENT, "filter": mine, "page_token": token}
+        )
+        listed |= {j.name for j in page.custom_jobs}
+        token = page.next_page_token
+        if not token:
+            break
+    print(
+        json.dumps(
+            {
+                "created": len(names),
+                "succeeded": sum(s == "JOB_STATE_SUCCEEDED" for s in states.values()),
+                "lost": sum(n not in listed or n not in states for n in names),
+                "times": times,
+            }
+        ),
+        flush=True,
+    )
+
+
+def descendants(pid: int) -> int:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    count, todo = 0, [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        count += len(kids)
+        todo += kids
+    return count
+
+
+def threads(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--jobs", type=int, default=50)
+    parser.add_argument("--deadline", type=float, default=600.0)
+    parser.add_argument("--client", type=int, default=-1, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.client >= 0:
+        client_main(args.client, args.jobs, args.deadline)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(Path(tmp) / "root")],
+            cwd=tmp,  # not this checkout: ``-m`` puts the working directory first on the path
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert server.stdout is not None
+        banner = server.stdout.readline().strip()
+        env = dict(os.environ, VERTEX_AI_EMULATOR_HOST=banner.split()[5])
+        clients = [
+            subprocess.Popen(
+                [sys.executable, __file__, "--client", str(i), "--jobs", str(args.jobs)]
+                + ["--deadline", str(args.deadline)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+                text=True,
+            )
+            for i in range(args.clients)
+        ]
+        for proc in clients:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        peaks = {"threads": threads(server.pid), "processes": 0}
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.02):
+                peaks["threads"] = max(peaks["threads"], threads(server.pid))
+                peaks["processes"] = max(peaks["processes"], descendants(server.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        began = time.perf_counter()
+        for proc in clients:
+            assert proc.stdin is not None
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        results = [json.loads(proc.communicate()[0].strip().splitlines()[-1]) for proc in clients]
+        wall = time.perf_counter() - began
+        done.set()
+        sampler.join()
+        server.terminate()
+        server.wait(timeout=120)
+    total = {k: sum(r[k] for r in results) for k in ("created", "succeeded", "lost")}
+    print(
+        f"{args.clients} clients x {args.jobs} jobs (one replica running `true`) on "
+        f"{os.cpu_count()} CPUs; code: {os.environ.get('PYTHONPATH') or 'installed'}"
+    )
+    print(f"  server: {banner}")
+    print(
+        f"  created {total['created']}, completed {total['succeeded']}, lost {total['lost']}; "
+        f"all ended in {wall:.1f} s"
+    )
+    for kind in ("create", "get", "list"):
+        values = [t for r in results for t in r["times"][kind]]
+        print(
+            f"  {kind:6} n={len(values):5}  p50 {percentile(values, 0.5) * 1000:6.1f} ms  "
+            f"p99 {percentile(values, 0.99) * 1000:6.1f} ms  "
+            f"mean {statistics.fmean(values) * 1000:6.1f} ms"
+        )
+    print(
+        f"  emulator peak: {peaks['threads']} threads, {peaks['processes']} processes "
+        "(its descendants)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+"""What the emulator adds per trial: a 40-trial sweep against the same 40 processes started bare.
+
+Run: ``python3 benchmarks/bench_trial_overhead.py [--trials 40] [--parallel 4] [--repeats 3]``.
+
+The trainer only reports its metric with cloudml-hypertune (``hypertune``), so the time is
+the emulator's and Python's start-up. Each repeat runs, in alternating order (so that a busy
+machine hurts both alike):
+
+- **bare**: the 40 trainer processes, ``--parallel`` at a time, started by this script with
+  their metric file and trial id set by hand (the floor: nothing but the processes);
+- **sweep**: a HyperparameterTuningJob of 40 trials, ``--parallel`` in parallel, on an
+  emulator server (``python -m trainpool.cli emulator``, a process of its own); its time is
+  from Create to the job's recorded end (``end_time - create_time``).
+
+Prints the medians of both, the ratio sweep/bare (goal <= 1.5) and the emulator's time per
+trial ``(sweep - bare) / trials * parallel``. To measure another checkout (the "before"),
+run this same script with ``PYTHONPATH`` pointing at that checkout: the emulator server is
+started with the interpreter's ``PYTHONPATH``, so it runs that checkout's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PARENT = "projects/bench/locations/us-central1"
+FINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+TRAINER = """
+import argparse
+import hypertune
+parser = argparse.ArgumentParser()
+parser.add_argument("--x", type=float)
+args, _ = parser.parse_known_args()
+hypertune.HyperTune().report_hyperparameter_tuning_metric(
+    hyperparameter_metric_tag="score", metric_value=-(args.x - 0.3) ** 2, global_step=1
+)
+"""
+
+
+def start_server(root: Path) -> tuple[subprocess.Popen[str], str]:
+    root.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(root)],
+        cwd=root,  # not this checkout: ``-m`` puts the working directory first on the path
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    print(f"server: {line.strip()}")
+    return proc, line.split()[5]
+
+
+BARE = """
+import json, os, subprocess, sys, time
+from concurrent import futures
+trainer, out, trials, parallel, python = json.loads(sys.argv[1])
+base = {k: os.environ[k] for k in ("PATH", "LANG") if k in os.environ}
+
+def one(n):
+    env = dict(base, HOME=out, CLOUD_ML_TRIAL_ID=str(n))
+    env["CLOUD_ML_HP_METRIC_FILE"] = os.path.join(out, f"trial-{n}", "metrics")
+    argv = [python, trainer, f"--x={n / trials!r}"]
+    done = subprocess.run(
+        argv, env=env, cwd=out, stdout=subprocess.DEVNULL, start_new_session=True
+    )
+    return done.returncode
+
+began = time.perf_counter()
+with futures.ThreadPoolExecutor(parallel) as pool:
+    codes = list(pool.map(one, range(1, trials + 1)))
+print(json.dumps([time.perf_counter() - began, codes]))
+"""
+
+
+def bare(trainer: Path, out: Path, trials: int, parallel: int) -> float:
+    """``trials`` trainer processes, ``parallel`` at a time, started by a small stdlib-only
+    process as the emulator starts replicas (a minimal environment, each in a session of its
+    own, which also gives each its own share of the CPUs where the kernel groups by session);
+    seconds from the first start to the last end."""
+    out.mkdir(parents=True, exist_ok=True)
+    request = json.dumps([str(trainer), str(out), trials, parallel, sys.executable])
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", BARE, request], capture_output=True, text=True, check=True
+    )
+    wall, codes = json.loads(result.stdout)
+    if any(codes):
+        raise RuntimeError(f"bare trainer exit codes {codes}")
+    return float(wall)
+
+
+def sweep(client: Any, trainer: Path, trials: int, parallel: int) -> float:
+    """Seconds from Create to the sweep's recorded end."""
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": "local/none", "command": [sys.executable, str(trainer)]},
+    }
+    job = {
+        "display_name": "overhead",
+        "max_trial_count": trials,
+        "parallel_trial_count": parallel,
+        "study_spec": {
+            "metrics": [{"metric_id": "score", "goal": "MAXIMIZE"}],
+            "parameters": [
+                {"parameter_id": "x", "double_value_spec": {"min_value": 0.01, "max_value": 1.0}}
+            ],
+            "algorithm": "RANDOM_SEARCH",
+        },
+        "trial_job_spec": {"worker_pool_specs": [pool]},
+    }
+    created = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=job)
+    while True:
+        done = client.get_hyperparameter_tuning_job(name=created.name)
+        if done.state.name in FINAL:
+            break
+        time.sleep(0.25)
+    succeeded = sum(t.state.name == "SUCCEEDED" for t in done.trials)
+    if done.state.name != "JOB_STATE_SUCCEEDED" or succeeded != trials:
+        raise RuntimeError(f"sweep {done.state.name}, {succeeded} trials: {done.error.message}")
+    return (done.end_time - done.create_time).total_seconds()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    from trainpool.vertex.clients import job_client
+
+    with tempfile.TemporaryDirectory(prefix="bench-trials-") as tmp:
+        work = Path(tmp)
+        trainer = work / "trainer.py"
+        trainer.write_text(TRAINER)
+        server, address = start_server(work / "root")
+        os.environ["VERTEX_AI_EMULATOR_HOST"] = address
+        client = job_client("us-central1")
+        floors: list[float] = []
+        sweeps: list[float] = []
+        try:
+            for i in range(args.repeats):
+                for which in ("sweep", "bare") if i % 2 else ("bare", "sweep"):
+                    if which == "bare":
+                        floors.append(bare(trainer, work / f"bare{i}", args.trials, args.parallel))
+                    else:
+                        sweeps.append(sweep(client, trainer, args.trials, args.parallel))
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    floor, swept = statistics.median(floors), statistics.median(sweeps)
+    per_trial_ms = (swept - floor) / args.trials * args.parallel * 1000
+    print(
+        f"{args.trials} trials reporting one metric (cloudml-hypertune), {args.parallel} at a "
+        f"time, median of {args.repeats} (code: {os.environ.get('PYTHONPATH') or 'installed'})"
+    )
+    print(f"  bare processes  {floor:6.2f} s   runs {[round(x, 2) for x in floors]}")
+    print(f"  emulator sweep  {swept:6.2f} s   runs {[round(x, 2) for x in sweeps]}")
+    print(
+        f"  ratio sweep/bare = {swept / floor:.2f} (goal <= 1.5); per-pair "
+        f"{[round(s / b, 2) for s, b in zip(sweeps, floors, strict=True)]}"
+    )
+    print(f"  emulator time per trial = {per_trial_ms:.0f} ms (slot time beyond the bare process)")
+
+
+if __name__ == "__main__":
+    main()

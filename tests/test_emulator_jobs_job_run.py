@@ -1,0 +1,103 @@
+"""A job's life on the engine when its disk is full, over gRPC with the official client.
+
+Vertex's own disks do not fill up under its API, so its behaviour is not published for this;
+the emulator follows the API's intent: a job never stays RUNNING when it cannot go on (it
+ends FAILED with a message saying why, naming the disk), and a Create the machine cannot
+hold answers RESOURCE_EXHAUSTED, as Vertex answers a request beyond its quotas (429), and
+creates nothing. The store sits on a small tmpfs of its own (root only).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fixtures.jobs import wait_job
+from google.api_core import exceptions
+from google.cloud.aiplatform_v1.types.job_state import JobState
+
+import trainpool.emulator as emulator
+from trainpool.vertex.clients import job_client
+
+pytestmark = pytest.mark.timeout(90)
+
+PARENT = "projects/demo/locations/us-central1"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs, unmounted after the test."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4M", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk: Path) -> Path:
+    """Write a file until the disk has no room left."""
+    filler = disk / "filler"
+    with open(filler, "wb") as handle:
+        try:
+            while True:
+                handle.write(b"x" * 65536)
+                handle.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def job_until(go: Path, then_exit: int) -> dict[str, object]:
+    wait = f'while [ ! -e "{go}" ]; do sleep 0.05; done; exit {then_exit}'
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": "local/none", "command": ["sh", "-c", wait]},
+    }
+    return {"display_name": "on-a-small-disk", "job_spec": {"worker_pool_specs": [pool]}}
+
+
+def test_a_full_disk_fails_the_job_naming_it_and_refuses_create(
+    small_disk: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = small_disk / "root"
+    go = tmp_path / "go"
+    with emulator.start(root) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        job = client.create_custom_job(parent=PARENT, custom_job=job_until(go, then_exit=3))
+        deadline = time.monotonic() + 30
+        while client.get_custom_job(name=job.name).state != JobState.JOB_STATE_RUNNING:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        filler = fill(small_disk)
+        go.touch()  # exit 3 is restarted by Vertex's rules; the restart finds no room
+        done = wait_job(client.get_custom_job, job.name, 30)
+        assert done.state == JobState.JOB_STATE_FAILED
+        assert done.error.code == 8  # RESOURCE_EXHAUSTED
+        assert "No space left on the disk of the emulator's store" in done.error.message
+        assert str(root) in done.error.message
+        with pytest.raises(exceptions.ResourceExhausted, match=str(root)):
+            client.create_custom_job(parent=PARENT, custom_job=job_until(go, then_exit=0))
+        assert [j.name for j in client.list_custom_jobs(parent=PARENT)] == [job.name]
+        filler.unlink()  # room again: the API creates and runs jobs
+        again = client.create_custom_job(parent=PARENT, custom_job=job_until(go, then_exit=0))
+        assert wait_job(client.get_custom_job, again.name, 30).state == (
+            JobState.JOB_STATE_SUCCEEDED
+        )
+    with emulator.start(root) as emu:  # what was kept in memory reached the disk
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        kept = job_client("us-central1").get_custom_job(name=job.name)
+        assert kept.state == JobState.JOB_STATE_FAILED and kept.error.code == 8

@@ -1,0 +1,232 @@
+"""The life of one CustomJob (or one sweep's trial) on the job engine, with no thread of its own.
+
+QUEUED until this machine's replica quota admits it (:mod:`trainpool.emulator.jobs.quota`;
+its ``job.log`` says it waited), PENDING while its replicas are planned (on the engine's
+setup pool: packages are installed there) and started, RUNNING once every replica has
+started, then its outcome (:class:`trainpool.emulator.jobs.replicas.ReplicaRun`'s rules).
+Every step runs on the engine's pool through the job's :class:`Serial`, when something
+happened: the quota admitted it, a replica exited (the spawner's reader wakes it), a control
+was set (Cancel, a stop, a preemption), or a deadline fell due (the engine's timers).
+
+Whatever ends it (its outcome, an error of the emulator's, a full disk), the end is the same:
+replicas stopped, ``ended ...`` in ``job.log``, the record finished, the slots given back,
+``on_end(outcome)`` called. A disk too full for the emulator to write its notes or records
+fails the job with code 8 (RESOURCE_EXHAUSTED) and a message naming the disk.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from google.cloud.aiplatform_v1.types.job_state import JobState
+
+from trainpool.emulator.faults.config import KillFault
+from trainpool.emulator.jobs.controls import Controls
+from trainpool.emulator.jobs.engine import Engine, Timer
+from trainpool.emulator.jobs.environments import BuildFailed
+from trainpool.emulator.jobs.failure_rules import (
+    CODE_INTERNAL,
+    CODE_INVALID_ARGUMENT,
+    CODE_RESOURCE_EXHAUSTED,
+    RetryPolicy,
+)
+from trainpool.emulator.jobs.launches import JobContext, LaunchError, plan_launches
+from trainpool.emulator.jobs.logs import JobLog
+from trainpool.emulator.jobs.packages import PackageError
+from trainpool.emulator.jobs.processes import Launch, Replica
+from trainpool.emulator.jobs.quota import Quota, Ticket, replica_slots
+from trainpool.emulator.jobs.replicas import Outcome, ReplicaRun, controlled
+from trainpool.emulator.records.database import is_disk_full
+from trainpool.spec.timing import duration_seconds
+
+
+class Host(Protocol):
+    """What a job's life needs of the engine's front (``jobs.runner.Runner``)."""
+
+    engine: Engine
+    quota: Quota
+    kill: KillFault | None
+    monotonic: Callable[[], float]
+    """The emulator's clock in monotonic seconds (``scheduling.timeout`` is measured on it)."""
+
+    def set_state(self, name: str, state: int, started: list[Replica] | None = None) -> None: ...
+    def finish(self, name: str, outcome: Outcome) -> None: ...
+    def record_groups(self, name: str, replicas: list[Replica]) -> None: ...
+    def unregister(self, name: str) -> None: ...
+
+
+def error_outcome(err: BaseException, root: Any) -> Outcome:
+    """How an error of the emulator's own ends a job: a full disk named, else internal."""
+    if is_disk_full(err):
+        return Outcome(
+            "FAILED",
+            CODE_RESOURCE_EXHAUSTED,
+            f"The emulator cannot write to the disk of its store {root}: {err}. The job's "
+            "replicas were stopped; free some space and create the job again.",
+        )
+    return Outcome("FAILED", CODE_INTERNAL, f"Internal emulator error: {err!r}")
+
+
+class JobRun:
+    """One job's life; see the module. ``start()`` once, from any thread."""
+
+    def __init__(
+        self,
+        runner: Host,
+        name: str,
+        spec: dict[str, Any],
+        ctx: JobContext,
+        controls: Controls,
+        on_end: Callable[[Outcome], None] = lambda _: None,
+    ) -> None:
+        self.runner = runner
+        self.name = name
+        self.spec = spec
+        self.ctx = ctx
+        self.controls = controls
+        self.on_end = on_end
+        self.serial = runner.engine.serial(self._failed)
+        self.note = JobLog(ctx.files.log)
+        self.phase = "queued"
+        self.ticket: Ticket | None = None
+        self.run: ReplicaRun | None = None
+        self.timer: Timer | None = None
+        self.waited = False
+        self.first: list[Replica] | None = []
+
+    def start(self) -> None:
+        """Ask the quota for the job's replicas; it runs when they are its."""
+        slots = replica_slots(self.spec)
+        order = int(self.name.rsplit("/", 1)[-1])
+        self.controls.listen(lambda: self.serial.send(self._controlled))
+        self.ticket = Ticket(order, slots, lambda: self.serial.send(self._admitted))
+        if not self.runner.quota.request(self.ticket):
+            self.waited = True
+            quota = self.runner.quota
+            self.note(
+                f"waiting in state QUEUED for {slots} replica slot(s): {quota.used} of this "
+                f"machine's {quota.limit} are in use and {max(0, quota.waiting - 1)} other "
+                "job(s) wait, those created earlier first (the emulator's replica quota: "
+                "--max-replicas)"
+            )
+
+    def nudge(self) -> None:
+        """Look again (the emulator's clock moved: a timeout may have passed)."""
+        self.serial.send(self._step)
+
+    def _controlled(self) -> None:
+        if self.phase == "queued":
+            outcome = controlled(self.controls)
+            if outcome is not None and self.ticket is not None:
+                if self.runner.quota.withdraw(self.ticket):
+                    self._end(outcome)
+        elif self.phase == "running":
+            self._step()
+
+    def _admitted(self) -> None:
+        if self.phase != "queued":
+            return
+        assert self.ticket is not None
+        if self.waited:
+            waited = time.monotonic() - self.ticket.since
+            self.note(f"waited {waited:.1f} s in state QUEUED for replica slots; starting")
+        self.phase = "setup"
+        self.runner.set_state(self.name, JobState.JOB_STATE_PENDING)
+        self.runner.engine.setup.submit(self._plan)
+
+    def _plan(self) -> None:
+        """On the setup pool: the job's launches, or how it failed."""
+        planned: list[Launch] | Outcome
+        try:
+            planned = plan_launches(self.spec, self.ctx, self.note)
+        except (LaunchError, PackageError, BuildFailed) as err:
+            self.note(str(err))
+            planned = Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
+        except Exception as err:  # noqa: BLE001 - ends the job visibly
+            planned = error_outcome(err, self.ctx.home.root)
+        self.serial.send(lambda: self._begin(planned))
+
+    def _begin(self, planned: list[Launch] | Outcome) -> None:
+        if isinstance(planned, Outcome):
+            self._end(planned)
+            return
+        self.note(f"starting {len(planned)} replica(s): {', '.join(la.name for la in planned)}")
+        scheduling = self.spec.get("scheduling", {})
+        timeout = scheduling.get("timeout", "")
+        self.run = ReplicaRun(
+            planned,
+            self.controls,
+            policy=RetryPolicy.from_scheduling(scheduling),
+            timeout_s=duration_seconds(timeout) if timeout else None,
+            on_started=self._started,
+            note=self.note,
+            kill=self.runner.kill,
+            wake=lambda: self.serial.send(self._step),
+            clock=self.runner.monotonic,
+        )
+        self.phase = "running"
+        outcome = self.run.begin()
+        if outcome is not None:
+            self._end(outcome)
+            return
+        first, self.first = self.first, None
+        self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING, started=first or [])
+        self._step()
+
+    def _started(self, replicas: list[Replica]) -> None:
+        """Replicas started: the first ones are recorded with the RUNNING state, those of a
+        restart at once."""
+        if self.first is not None:
+            self.first += replicas
+        else:
+            self.runner.record_groups(self.name, replicas)
+
+    def _step(self) -> None:
+        if self.phase != "running" or self.run is None:
+            return
+        outcome = self.run.step()
+        if outcome is not None:
+            self._end(outcome)
+            return
+        due = self.run.next_wake()
+        timer = self.timer
+        if timer is not None and (timer.when != due or timer.when <= time.monotonic()):
+            timer.cancel()  # changed, or fell due already
+            self.timer = None
+        if due is not None and self.timer is None:
+            self.timer = self.runner.engine.timers.at(due, lambda: self.serial.send(self._step))
+
+    def _failed(self, err: BaseException) -> None:
+        """A step raised: the job ends FAILED (its disk named when it is full)."""
+        self._end(error_outcome(err, self.ctx.home.root))
+
+    def _end(self, outcome: Outcome) -> None:
+        if self.phase == "ended":
+            return
+        self.phase = "ended"
+        if self.timer is not None:
+            self.timer.cancel()
+        steps: list[Callable[[], None]] = []
+        if self.run is not None:
+            steps.append(self.run.close)
+        message = f": {outcome.message}" if outcome.message else ""
+        steps += [
+            lambda: self.note(f"ended {outcome.state}{message}"),
+            lambda: self.runner.finish(self.name, outcome),
+        ]
+        if self.ticket is not None:
+            ticket, quota = self.ticket, self.runner.quota
+
+            def give_back() -> None:
+                if not quota.withdraw(ticket):
+                    quota.release(ticket)
+
+            steps.append(give_back)
+        steps += [lambda: self.on_end(outcome), lambda: self.runner.unregister(self.name)]
+        for step in steps:
+            try:
+                step()
+            except Exception:  # noqa: BLE001 - every step of the end is tried
+                pass
