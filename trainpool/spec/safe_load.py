@@ -189,16 +189,22 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
+def _bounded_text(text: str | bytes, field: str) -> str:
+    """``text`` as a string within :data:`MAX_BYTES` (bytes decoded as UTF-8)."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_BYTES:
+            raise _refuse(field, f"{len(text):,} bytes; accepted: at most {MAX_BYTES:,} bytes")
+        return decode(text, field)
+    if len(text) > MAX_BYTES:
+        raise _refuse(field, f"{len(text):,} characters; accepted: at most {MAX_BYTES:,} bytes")
+    return text
+
+
 def load_yaml(text: str | bytes, field: str, *, first: bool = False) -> Any:
     """The YAML (or JSON) document of ``text`` as Python data, within the bounds; more than
     one document is refused unless ``first`` (then the first is read: a compiled pipeline
     may carry its platform spec as a second document)."""
-    if isinstance(text, bytes):
-        if len(text) > MAX_BYTES:
-            raise _refuse(field, f"{len(text):,} bytes; accepted: at most {MAX_BYTES:,} bytes")
-        text = decode(text, field)
-    elif len(text) > MAX_BYTES:
-        raise _refuse(field, f"{len(text):,} characters; accepted: at most {MAX_BYTES:,} bytes")
+    text = _bounded_text(text, field)
     if text.lstrip()[:1] in ("{", "["):
         try:  # JSON is YAML: read it at C speed when it is JSON
             return load_json(text, field)
@@ -262,12 +268,7 @@ def _no_constant(name: str) -> Any:
 
 def load_json(text: str | bytes, field: str) -> Any:
     """JSON text as Python data, within the bounds; NaN and Infinity are refused."""
-    if isinstance(text, bytes):
-        if len(text) > MAX_BYTES:
-            raise _refuse(field, f"{len(text):,} bytes; accepted: at most {MAX_BYTES:,} bytes")
-        text = decode(text, field)
-    elif len(text) > MAX_BYTES:
-        raise _refuse(field, f"{len(text):,} characters; accepted: at most {MAX_BYTES:,} bytes")
+    text = _bounded_text(text, field)
     offset = _json_depth_problem(text)
     if offset is not None:
         raise _refuse(
