@@ -84,7 +84,7 @@ def verdict(command: list[str]) -> tuple[str, str]:
     return "launcher", ""
 
 
-def _tasks_by_component(spec: Mapping[str, Any]) -> dict[str, list[str]]:
+def tasks_by_component(spec: Mapping[str, Any]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     dags = [spec.get("root", {})] + list(spec.get("components", {}).values())
     for dag in dags:
@@ -97,7 +97,7 @@ def _tasks_by_component(spec: Mapping[str, Any]) -> dict[str, list[str]]:
 def unrunnable(spec: Mapping[str, Any]) -> list[Problem]:
     """A problem for every task of the compiled pipeline ``spec`` that a local run cannot run."""
     executors = spec.get("deploymentSpec", {}).get("executors", {})
-    tasks = _tasks_by_component(spec)
+    tasks = tasks_by_component(spec)
     problems = []
     for component_name, component in sorted(spec.get("components", {}).items()):
         container = executors.get(component.get("executorLabel", ""), {}).get("container")
@@ -127,6 +127,8 @@ class RunContext:
     location: str
     job_id: str
     record: Callable[[str, dict[str, Any]], None] = field(default=lambda name, inputs: None)
+    launchers: Any = None
+    """GCPC launchers started ahead (:class:`trainpool.kfprun.warm.WarmLaunchers`), or None."""
 
     def values(self) -> dict[str, str]:
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -252,12 +254,16 @@ def _handler(base: type) -> type:
             self.runner, self.env_vars = runner, dict(env_vars or {})
 
         def run(self) -> Any:
+            interrupt.check()
             if self.kind == "python":
                 return super().run()
             command = list(self.full_command)
             if command and command[0] in ("python", "python3"):
                 command[0] = sys.executable  # the launcher's first word only, not its payload
-            code = subprocess_task_handler.run_local_subprocess(command, self.env_vars)
+            warm = _current[-1].launchers if _current else None
+            code = warm.run(command, self.env_vars) if warm is not None else None
+            if code is None:
+                code = subprocess_task_handler.run_local_subprocess(command, self.env_vars)
             return status.Status.SUCCESS if code == 0 else status.Status.FAILURE
 
     return LocalTaskHandler

@@ -39,7 +39,7 @@ from trainpool.cluster_env import gcs
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.home import Home
 from trainpool.images import sources
-from trainpool.kfprun import containers, interrupt
+from trainpool.kfprun import containers, interrupt, warm
 from trainpool.kfprun.details import TaskDetails
 from trainpool.kfprun.task_env import image_environ, task_environ
 from trainpool.kfprun.tasklog import TaskLog, TaskState
@@ -282,10 +282,15 @@ class Run:
             if details is not None:
                 stack.callback(lambda: tasks.write(log.snapshot(), details))
                 stack.enter_context(_every(1.0, lambda: tasks.write(log.snapshot(), details)))
-            context = containers.RunContext(self.project, self.location, self.job_id, tasks.record)
-            stack.enter_context(containers.running(context))
             image_env = image_environ(_executor_image(self.spec), self.home.root)
             environ = task_environ(os.environ, image_env, self.run_dir / "home", self.project)
+            modules, count = warm.launcher_tasks(self.spec)
+            launchers = warm.WarmLaunchers(modules, count, environ, str(self.run_dir / "work"))
+            context = containers.RunContext(
+                self.project, self.location, self.job_id, tasks.record, launchers
+            )
+            stack.enter_context(containers.running(context))
+            stack.enter_context(launchers)
             signals_seen = stack.enter_context(interrupt.handed_on())
             try:
                 with to_transcript(log), task_surroundings(self.run_dir / "work", environ):

@@ -37,8 +37,31 @@ def guarded(command: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", str(TASK_GUARD), str(os.getpid()), *command]
 
 
+_spared: set[int] = set()
+_seen: list[int] = []
+
+
+def check() -> None:
+    """Raise :class:`Interrupted` once the run has had SIGTERM or SIGINT: no task starts
+    after it. A task that ends well on SIGTERM (GCPC's launchers cancel their job and exit
+    0) would otherwise let kfp.local go on to the next task."""
+    if _seen:
+        raise Interrupted(_seen[0])
+
+
+def spare(pid: int) -> None:
+    """Leave child ``pid`` and its descendants out of :func:`task_processes`: a process
+    started ahead of its task (:mod:`trainpool.kfprun.warm`) is no running task."""
+    _spared.add(pid)
+
+
+def unspare(pid: int) -> None:
+    _spared.discard(pid)
+
+
 def task_processes() -> list[int]:
-    """Pids of this process's descendants in its own process group (Linux ``/proc``)."""
+    """Pids of this process's descendants in its own process group (Linux ``/proc``), but
+    those :func:`spare` leaves out."""
     group = os.getpgrp()
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").glob("[0-9]*/stat"):
@@ -50,7 +73,7 @@ def task_processes() -> list[int]:
             children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
     found, todo = [], [os.getpid()]
     while todo:
-        kids = children.get(todo.pop(), [])
+        kids = [pid for pid in children.get(todo.pop(), []) if pid not in _spared]
         found += kids
         todo += kids
     return found
@@ -67,6 +90,7 @@ def handed_on() -> Iterator[list[int]]:
     def handle(signum: int, _frame: FrameType | None) -> None:
         first = not seen
         seen.append(signum)
+        _seen.append(signum)
         children = task_processes()
         for pid in children:
             try:
@@ -82,3 +106,4 @@ def handed_on() -> Iterator[list[int]]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+        _seen.clear()
