@@ -138,15 +138,19 @@ def alive_descendants(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("ahead", [True, False], ids=["started-ahead", "cold"])
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+@pytest.mark.parametrize(
+    ("how", "ahead"),
+    [("SIGTERM", True), ("SIGKILL", True), ("SIGTERM", False)],
+    ids=["SIGTERM-started-ahead", "SIGKILL-started-ahead", "SIGTERM-cold"],
+)
 def test_a_stopped_run_of_gcpc_tasks_leaves_no_launcher_behind(
     tmp_path: Path, how: str, ahead: bool
 ) -> None:
     """The first GCPC task runs in a process started ahead, the second one waits: SIGTERM
     reaches the running launcher (GCPC cancels its job and exits 0) and passes the waiting
     one by; no further task starts; the run ends both. SIGKILL: the task guards end both
-    within 5 s. Started cold, the same."""
+    within 5 s. Started cold, SIGTERM the same (SIGKILL of a cold task:
+    tests/test_kfprun_interrupt.py)."""
     code = "print('cancel me', flush=True); import time; time.sleep(300)"
     pools = [
         {
