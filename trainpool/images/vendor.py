@@ -1,7 +1,8 @@
 """Copies of trainpool's own files that go into a build context.
 
 Trainers import ``trainpool.runtime`` (standard library only: ``trainpool/__init__.py``,
-``trainpool/cluster_env/``, ``trainpool/runtime/``). When a trainer's Python files
+``trainpool/errors.py``, ``trainpool/cluster_env/``, ``trainpool/runtime/``; a test imports
+the copies alone, so a new import of another trainpool module fails there, not on Vertex). When a trainer's Python files
 import trainpool, those files go into the context as ``trainpool/`` beside the
 trainer, so ``COPY . /app`` with ``/app`` on ``PYTHONPATH`` makes it importable (in a
 generated Dockerfile as in the examples' own). A Reduction Server build also
@@ -17,6 +18,7 @@ import trainpool
 from trainpool.images.context import Entry, generated
 
 NCCL_CHECK = "_trainpool_build/check_nccl.py"
+_RUNTIME_MODULES = ("__init__.py", "errors.py")
 _RUNTIME_PACKAGES = ("cluster_env", "runtime")
 _IMPORTS_TRAINPOOL = re.compile(rb"^\s*(?:from|import)\s+trainpool\b", re.MULTILINE)
 
@@ -32,9 +34,9 @@ def imports_trainpool(entries: list[Entry]) -> bool:
 
 
 def runtime_entries() -> list[Entry]:
-    """``trainpool/{__init__.py,cluster_env/,runtime/}`` from this trainpool."""
+    """``trainpool/{__init__.py,errors.py,cluster_env/,runtime/}`` from this trainpool."""
     package = Path(trainpool.__file__).parent
-    sources = [package / "__init__.py"]
+    sources = [package / name for name in _RUNTIME_MODULES]
     for name in _RUNTIME_PACKAGES:
         sources += sorted((package / name).rglob("*.py"))
     return [
