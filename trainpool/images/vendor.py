@@ -4,8 +4,8 @@ Trainers import ``trainpool.runtime`` (standard library only: ``trainpool/__init
 ``trainpool/errors.py``, ``trainpool/cluster_env/``, ``trainpool/runtime/``; a test imports
 the copies alone, so a new import of another trainpool module fails there, not on Vertex).
 When a trainer's Python files import trainpool, those files go into the context as
-``trainpool/`` beside the trainer, so ``COPY . /app`` with ``/app`` on ``PYTHONPATH`` makes it importable (in a
-generated Dockerfile as in the examples' own). A Reduction Server build also
+``trainpool/`` beside the trainer, so ``COPY . /app`` with ``/app`` on ``PYTHONPATH`` makes
+it importable (in a generated Dockerfile as in the examples' own). A Reduction Server build also
 carries ``_trainpool_build/check_nccl.py``, which fails the build on NCCL < 2.7.
 """
 
