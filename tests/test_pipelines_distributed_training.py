@@ -203,7 +203,7 @@ def test_submitted_to_the_emulator_with_only_a_source_dir_from_elsewhere_it_succ
         target += ["--pipeline-root", "gs://demo-bucket/runs"]
         done = subprocess.run(
             [sys.executable, "-c", cli, "submit", str(PIPELINE), *target]
-            + ["--param", f"source_dir={EXAMPLE}"],
+            + ["--param", f"source_dir={EXAMPLE}", "--param", "max_trial_count=0"],
             cwd=elsewhere,
             env=env,
             capture_output=True,
