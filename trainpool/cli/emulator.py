@@ -11,6 +11,7 @@ same root is refused, naming the running one.
 
 from __future__ import annotations
 
+import gc
 import signal
 import threading
 from pathlib import Path
@@ -23,6 +24,21 @@ from trainpool.config import default_root
 
 DEFAULT_STORAGE_LIMIT = 5 << 30
 """The storage door's default object limit (5 GiB), as ``emulator.start``'s."""
+GC_THRESHOLDS = (20_000, 20, 50)
+"""The server's collector thresholds (CPython's defaults: 700, 10, 10)."""
+
+
+def _collect_less() -> None:
+    """This process only serves: the modules it has imported (aiplatform, protobuf, gRPC)
+    live as long as it does, so ``gc.freeze()`` takes their objects out of every later
+    collection (Python docs, ``gc.freeze``), and the young generation is collected less
+    often: every collection stops all the handler threads. ``benchmarks/bench_load.py`` (20
+    clients x 50 jobs, six alternating pairs): Create p99 median 158 -> 123 ms, lower in 5
+    of 6 pairs; p50 unchanged. Only the ``trainpool emulator``
+    process: an emulator started inside another program (the pytest plugin, ``trainpool
+    run --local``) leaves that program's collector alone."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def emulator_command(
@@ -75,6 +91,7 @@ def emulator_command(
     """Serve the Vertex AI JobService (and the other emulated services) to this user."""
     from trainpool import emulator
 
+    _collect_less()
     try:
         faults = emulator.Faults(
             unavailable_rate=unavailable_rate,
