@@ -12,11 +12,12 @@ issue 20: at most 1.2 for the one-job pipeline).
 """
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from google_cloud_pipeline_components.v1.custom_job import CustomTrainingJobOp
 from kfp import compiler, components, dsl
@@ -35,13 +36,21 @@ def pipelines(seconds: float, jobs: int, folder: Path) -> dict[str, Path]:
         str(REPO / "component_specs" / "launch_custom_job.yaml")
     )
 
-    def with_trainpool() -> None:
+    def in_a_row(task: Callable[[str], Any]) -> None:
+        """``jobs`` tasks, each after the one before."""
         previous = None
         for index in range(jobs):
-            task = launch(
+            current = task(f"bench-{index}")
+            if previous is not None:
+                current.after(previous)
+            previous = current
+
+    def with_trainpool() -> None:
+        in_a_row(
+            lambda name: launch(
                 project="local-project",
                 location="us-central1",
-                display_name=f"bench-{index}",
+                display_name=name,
                 custom_job_spec={
                     "workerPoolSpecs": [
                         {
@@ -52,15 +61,12 @@ def pipelines(seconds: float, jobs: int, folder: Path) -> dict[str, Path]:
                     ]
                 },
             )
-            if previous is not None:
-                task.after(previous)
-            previous = task
+        )
 
     def with_gcpc() -> None:
-        previous = None
-        for index in range(jobs):
-            task = CustomTrainingJobOp(
-                display_name=f"bench-{index}",
+        in_a_row(
+            lambda name: CustomTrainingJobOp(
+                display_name=name,
                 worker_pool_specs=[
                     {
                         "machine_spec": {"machine_type": "n1-standard-4"},
@@ -69,9 +75,7 @@ def pipelines(seconds: float, jobs: int, folder: Path) -> dict[str, Path]:
                     }
                 ],
             )
-            if previous is not None:
-                task.after(previous)
-            previous = task
+        )
 
     paths = {}
     for name, function in (("gcpc", with_gcpc), ("trainpool", with_trainpool)):
@@ -108,7 +112,6 @@ def main() -> None:
                             raise SystemExit(f"{name}: {result.state}: {result.error}")
                         walls[name].append(result.seconds)
                 report(jobs, args, walls)
-    os.environ.pop(SWITCH_ENV, None)
 
 
 def report(jobs: int, args: argparse.Namespace, walls: dict[str, list[float]]) -> None:

@@ -34,9 +34,9 @@ def _collect_less() -> None:
     collection (Python docs, ``gc.freeze``), and the young generation is collected less
     often: every collection stops all the handler threads. ``benchmarks/bench_load.py`` (20
     clients x 50 jobs, six alternating pairs): Create p99 median 158 -> 123 ms, lower in 5
-    of 6 pairs; p50 unchanged. Only the ``trainpool emulator``
-    process: an emulator started inside another program (the pytest plugin, ``trainpool
-    run --local``) leaves that program's collector alone."""
+    of 6 pairs; p50 unchanged. Only the ``trainpool emulator`` process: an emulator started
+    inside another program (the pytest plugin, ``trainpool run --local``) leaves that
+    program's collector alone."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 

@@ -41,7 +41,7 @@ from trainpool.errors import InputError, Problem
 from trainpool.kfprun import interrupt
 
 EXECUTOR_MAIN = "kfp.dsl.executor_main"
-_LAUNCHER = re.compile(r"google_cloud_pipeline_components\.container\.(\w+)\.([\w.]+)\.launcher")
+LAUNCHER = re.compile(r"google_cloud_pipeline_components\.container\.(\w+)\.([\w.]+)\.launcher")
 LAUNCHERS = {
     "custom_job": "JobService (CustomJob)",
     "hyperparameter_tuning_job": "JobService (HyperparameterTuningJob)",
@@ -65,7 +65,7 @@ def verdict(command: list[str]) -> tuple[str, str]:
             "a containerized Python component: its code is in its image, which a local run "
             "cannot run"
         )
-    found = _LAUNCHER.search(text)
+    found = LAUNCHER.search(text)
     if found is None:
         return "", (
             "a container component: a local run runs lightweight Python components and "

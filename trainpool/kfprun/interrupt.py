@@ -38,15 +38,16 @@ def guarded(command: list[str]) -> list[str]:
 
 
 _spared: set[int] = set()
-_seen: list[int] = []
+_blocks: list[list[int]] = []
+"""The signals seen by each :func:`handed_on` block now open, innermost last."""
 
 
 def check() -> None:
     """Raise :class:`Interrupted` once the run has had SIGTERM or SIGINT: no task starts
     after it. A task that ends well on SIGTERM (GCPC's launchers cancel their job and exit
     0) would otherwise let kfp.local go on to the next task."""
-    if _seen:
-        raise Interrupted(_seen[0])
+    if _blocks and _blocks[-1]:
+        raise Interrupted(_blocks[-1][0])
 
 
 def spare(pid: int) -> None:
@@ -90,7 +91,6 @@ def handed_on() -> Iterator[list[int]]:
     def handle(signum: int, _frame: FrameType | None) -> None:
         first = not seen
         seen.append(signum)
-        _seen.append(signum)
         children = task_processes()
         for pid in children:
             try:
@@ -101,9 +101,10 @@ def handed_on() -> Iterator[list[int]]:
             raise Interrupted(signum)
 
     previous = {sig: signal.signal(sig, handle) for sig in _SIGNALS}
+    _blocks.append(seen)
     try:
         yield seen
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-        _seen.clear()
+        _blocks.pop()  # blocks nest: this one is the innermost

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -86,15 +85,12 @@ without tearing its modules down one by one: with the whole SDK imported that te
 takes about 0.6 s here, and nothing outside the process can see it."""
 
 
-LAUNCHER_MODULE = re.compile(r"google_cloud_pipeline_components(\.\w+)+\.launcher")
-
-
 def launcher_module(command: Sequence[str]) -> tuple[str, list[str]] | None:
     """``(module, args)`` of a command that is exactly ``<this interpreter> -u -m MODULE
     ARGS``, MODULE a GCPC launcher; None for anything else."""
     if len(command) < 4 or command[0] != sys.executable or list(command[1:3]) != ["-u", "-m"]:
         return None
-    if not LAUNCHER_MODULE.fullmatch(command[3]):
+    if not containers.LAUNCHER.fullmatch(command[3]):
         return None
     return command[3], list(command[4:])
 
@@ -111,7 +107,7 @@ def launcher_tasks(spec: Mapping[str, Any]) -> tuple[list[str], int]:
         if container is None:
             continue
         command = [*container.get("command", []), *container.get("args", [])]
-        found = [word for word in command if LAUNCHER_MODULE.fullmatch(word)]
+        found = [word for word in command if containers.LAUNCHER.fullmatch(word)]
         if found and containers.verdict(command)[0] == "launcher":
             modules.add(found[0])
             count += len(by_component.get(name, [name]))
