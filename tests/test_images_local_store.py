@@ -304,3 +304,32 @@ def test_an_image_built_from_a_virtualenv_sees_that_virtualenvs_packages(tmp_pat
         image.argv(), env=image.env, cwd=image.workdir, capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip() == "the venv", done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "installs"),
+    [
+        ("", False),
+        ("\n\n   \n", False),
+        ("# torch comes with the image\n  # indented comment\n", False),
+        ("\\\n# a lone continuation\n", False),
+        ("torch\n", True),
+        ("# pinned below\ntorch==2.13.0  # the CPU build\n", True),
+        ("-r other.txt\n", True),
+        ("--index-url https://example.com/simple\n", True),
+        ("pkg#egg=x\n", True),  # '#' not after whitespace is no comment in pip's rules
+    ],
+)
+def test_a_requirements_file_of_comments_only_starts_no_pip(
+    tmp_path: Path, text: str, installs: bool
+) -> None:
+    """pip (two interpreter starts with ``--python``) runs only for a file that names
+    something: the PyTorch example's requirements.txt is comments only."""
+    path = tmp_path / "requirements.txt"
+    path.write_text(text)
+    assert local_store._installs_something(path) is installs
+
+
+def test_the_pytorch_examples_requirements_install_nothing() -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "pytorch_ddp"
+    assert not local_store._installs_something(example / "requirements.txt")

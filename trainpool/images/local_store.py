@@ -167,6 +167,20 @@ def host_site_dirs() -> list[str]:
     return [p for i, p in enumerate(found) if p not in found[:i] and os.path.isdir(p)]
 
 
+_COMMENT = re.compile(r"(^|\s)#.*$")
+
+
+def _installs_something(requirements: Path) -> bool:
+    """Whether a requirements file has a line that is not blank or a comment (pip's rule:
+    ``#`` at the start or after whitespace); one that has none installs nothing, so pip
+    (two interpreter starts with ``--python``, ~2 s here) is not run for it."""
+    try:
+        lines = requirements.read_text(errors="replace").splitlines()
+    except OSError:
+        return True  # pip says what is wrong with it
+    return any(_COMMENT.sub("", line).strip() not in ("", "\\") for line in lines)
+
+
 def _make_venv(image_dir: Path, requirements: list[Path]) -> None:
     venv = image_dir / "venv"
     subprocess.run(
@@ -184,7 +198,7 @@ def _make_venv(image_dir: Path, requirements: list[Path]) -> None:
         text=True,
     ).stdout.strip()
     Path(own, HOST_PTH).write_text("".join(f"{d}\n" for d in host_site_dirs()))
-    for req in requirements:
+    for req in filter(_installs_something, requirements):
         subprocess.run(
             [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install"]
             + ["--quiet", "--disable-pip-version-check", "--no-input", "-r", str(req)],
