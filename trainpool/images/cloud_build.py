@@ -95,7 +95,7 @@ class CloudBuildBackend:
         self,
         project: str,
         bucket: str = "",
-        poll_s: float = 2.0,
+        poll_s: float | None = None,
         log: Callable[[str], None] = print,
         wait_s: float = DEFAULT_TIMEOUT_S + QUEUE_S,
     ) -> None:
@@ -104,7 +104,9 @@ class CloudBuildBackend:
         self.project = project
         self.default_bucket = not bucket
         self.bucket_name = bucket or f"{project}_cloudbuild"
-        self.poll_s = poll_s
+        # every 2 s against Cloud Build; against the loopback emulator, where a build of a
+        # source context takes a fraction of a second, a 2-s poll was most of the build
+        self.poll_s = poll_s if poll_s is not None else (0.25 if emulator_host() else 2.0)
         self.wait_s = wait_s
         self.log = log
         self.client = cloud_build_client()
