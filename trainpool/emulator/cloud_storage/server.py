@@ -31,6 +31,9 @@ from trainpool.home import Home
 _log = logging.getLogger(__name__)
 _DRAIN = 1 << 20
 """An unread body up to this size is read and dropped, so the client gets the answer."""
+SHUTDOWN_POLL_S = 0.05
+"""How often the serving loop looks for a stop (socketserver's default, 0.5 s, made every
+emulator's stop wait about that long)."""
 UNAUTHORISED = (
     "this Cloud Storage door serves its owner only; accepted: the URL with the root's secret "
     "(STORAGE_EMULATOR_HOST as the emulator printed it) or Authorization: Bearer <secret> "
@@ -170,7 +173,7 @@ class StorageServer(ThreadingHTTPServer):
         objects = Objects(home.gcs, self.address)
         self.store = routes.Store(objects, Uploads(objects, home.storage_uploads, limit))
         self._thread = threading.Thread(
-            target=self.serve_forever, name="storage-json-api", daemon=True
+            target=self.serve_forever, args=(SHUTDOWN_POLL_S,), name="storage-json-api", daemon=True
         )
 
     def start(self) -> StorageServer:
