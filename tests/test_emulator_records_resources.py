@@ -92,3 +92,39 @@ def test_bad_filters_and_tokens_name_their_field(
     with pytest.raises(InputError) as caught:
         records.page(CUSTOM_JOBS, PARENT, filter=filter_, page_token=token)
     assert caught.value.problems[0].field == field
+
+
+def test_writes_from_many_threads_at_once_lose_nothing(records: Records) -> None:
+    """Inserts, updates and deletes from 8 threads at once (as the gRPC workers and the
+    job engine's threads make them): every record and label is as the last write left
+    it, and a deleted record leaves no label behind."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def worker(w: int) -> None:
+        try:
+            for i in range(40):
+                name = records.insert(CUSTOM_JOBS, PARENT, job(w * 100 + i, team=f"t{w}")).name
+                records.update(
+                    CUSTOM_JOBS, name, lambda j: setattr(j, "state", JobState.JOB_STATE_RUNNING)
+                )
+                if i % 4 == 0:
+                    assert records.delete(CUSTOM_JOBS, name)
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for w in range(8):
+        found, _ = records.page(CUSTOM_JOBS, PARENT, filter=f"labels.team=t{w}", page_size=100)
+        assert sorted(int(j.name.rsplit("/", 1)[1]) for j in found) == [
+            w * 100 + i for i in range(40) if i % 4
+        ]
+        assert {j.state for j in found} == {JobState.JOB_STATE_RUNNING}
+    left = records.db.read("SELECT COUNT(*) AS n FROM resource_labels")[0]["n"]
+    assert left == 8 * 30, "a deleted record's labels went with it"
