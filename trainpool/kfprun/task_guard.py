@@ -33,7 +33,20 @@ class _RunGone(Exception):
     """The run that started this task died."""
 
 
+_gone: list[bool] = []
+
+
 def _run_gone(*_: object) -> None:
+    """The first SIGHUP raises :class:`_RunGone`; later ones do nothing.
+
+    The run's death brings several: Linux sends the parent-death signal each time the guard
+    is re-parented, and a SIGKILLed run re-parents it from each of its threads to the next as
+    they exit. A second one raising while the first was being handled ended the guard with a
+    traceback and left the task running."""
+    if _gone:
+        return
+    _gone.append(True)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})  # the rest stay pending
     raise _RunGone
 
 
@@ -79,7 +92,6 @@ def _reap() -> None:
 
 def _end_tasks() -> None:
     """The run is gone: SIGTERM every descendant, SIGKILL what is left after the grace."""
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     _signal_all(signal.SIGTERM)
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline:
