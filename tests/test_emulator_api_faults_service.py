@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.processes import alive
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from typer.testing import CliRunner
 
@@ -91,14 +92,6 @@ def running(client: Any, out: Path, strategy: str = "SPOT") -> Any:
 
 def pids(out: Path) -> list[int]:
     return [int(line) for path in out.glob("*.pids") for line in path.read_text().split()]
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def test_preempting_a_running_spot_job_stops_its_replicas_and_fails_it_with_stockout(

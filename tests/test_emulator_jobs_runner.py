@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.processes import alive
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -99,15 +100,6 @@ def records(root: Path, names: list[str], timeout: float = 20.0) -> dict[str, An
         time.sleep(0.05)
     time.sleep(0.05)
     return {n: json.loads((out / f"{n}.json").read_text()) for n in names}
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().split(")")[-1].split()[0] != "Z"
 
 
 def all_gone(recs: dict[str, Any], timeout: float = 5.0) -> bool:

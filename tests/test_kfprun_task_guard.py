@@ -19,26 +19,10 @@ import sys
 import time
 from pathlib import Path
 
+from fixtures.processes import alive
+
 from trainpool.kfprun.interrupt import TASK_GUARD
-
-
-def alive(pid: int) -> bool:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] != "Z"
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(stat.parent.name))
-        except (OSError, ValueError):
-            continue
-    return found
+from trainpool.kfprun.task_guard import descendants
 
 
 def test_a_burst_of_sighups_ends_the_task_and_then_the_guard(tmp_path: Path) -> None:
@@ -50,7 +34,7 @@ def test_a_burst_of_sighups_ends_the_task_and_then_the_guard(tmp_path: Path) -> 
                 stderr=err,
             )
         deadline = time.monotonic() + 10
-        while not (task := children(guard.pid)):
+        while not (task := descendants(guard.pid)):
             assert time.monotonic() < deadline, "the guard started its task"
             time.sleep(0.01)
         time.sleep(0.05)  # the guard waits for its task
