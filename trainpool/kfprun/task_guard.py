@@ -33,21 +33,16 @@ class _RunGone(Exception):
     """The run that started this task died."""
 
 
-_gone: list[bool] = []
-
-
 def _run_gone(*_: object) -> None:
-    """The first SIGHUP raises :class:`_RunGone`; later ones do nothing.
+    """The first SIGHUP raises :class:`_RunGone` and blocks the rest; one already pending
+    when it was blocked does nothing.
 
     The run's death brings several: Linux sends the parent-death signal each time the guard
     is re-parented, and a SIGKILLed run re-parents it from each of its threads to the next as
     they exit. A second one raising while the first was being handled ended the guard with a
     traceback and left the task running."""
-    if _gone:
-        return
-    _gone.append(True)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})  # the rest stay pending
-    raise _RunGone
+    if signal.SIGHUP not in signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP}):
+        raise _RunGone  # SIGHUP was not yet blocked: this is the first
 
 
 def descendants(pid: int) -> list[int]:
