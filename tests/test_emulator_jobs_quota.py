@@ -212,7 +212,8 @@ def test_threads_stay_bounded_however_many_jobs(
             sampler.join()
     assert all(j.state == JobState.JOB_STATE_SUCCEEDED for j in ended)
     # the engine's pools fill up to their size, and no further (60 jobs, 4 at once)
-    assert max(peak) <= baseline + 1 + engine.WORKERS + engine.SETUP_WORKERS, max(peak)
+    pools = engine.WORKERS + engine.SETUP_WORKERS + engine.STOP_WORKERS
+    assert max(peak) <= baseline + 1 + pools, max(peak)
 
 
 def test_the_quota_comes_from_the_flag_the_environment_or_the_cpus() -> None:

@@ -51,12 +51,13 @@ SERVICES: tuple[ModuleType, ...] = (
     local_service,
     clock_service,
 )
-WORKERS = 12
-"""gRPC handler threads. Handlers are short (one SQLite statement or a few) and share one GIL:
-more threads runnable at once make each wait longer for it, and a call beyond these waits in
-gRPC's queue (no thread). bench_load (20 clients x 50 jobs, 2 CPUs), six alternating pairs:
-Create p99 84, 87, 97, 84, 103, 92 ms with 12 vs 111, 98, 110, 96, 92, 91 ms with 32 (median
-89 vs 97), peak threads 38 vs 51; 4 threads were worse (209 ms). The few calls that wait
+WORKERS = 8
+"""gRPC handler threads. Handlers are short (one SQLite statement or a few) and share one GIL
+with each other and the job engine's threads: more threads runnable at once make each wait
+longer for it, and a call beyond these waits in gRPC's queue (no thread). bench_load (20
+clients x 50 jobs, 2 CPUs), alternating pairs: 12 vs 32 threads, Create p99 median 89 vs 97 ms
+(six pairs); 8 vs 12 (with 2 job threads), 83, 89, 84 vs 91, 113, 84 ms; 4 were worse (209
+ms: a call holds its thread while its request arrives). The few calls that wait
 (AdvanceClock with wait_for_runs, Preempt) hold one each."""
 PORT_WARNING = (
     "the emulator listens on {address}: any local user can reach this port and have the "

@@ -8,13 +8,16 @@ something happened to it (a replica exited, a Cancel arrived, a deadline passed)
 - ``setup``: a second small pool for the one step that may take long (planning a job's
   replicas installs its Python packages), so a slow install never holds up other jobs'
   events;
+- ``stops``: a third, for the other wait: stopping a job's replicas at its end gives them
+  a grace period after SIGTERM (:data:`trainpool.emulator.jobs.processes.STOP_GRACE_S`), so
+  a replica that ignores SIGTERM holds a stopping thread, never a job's;
 - :class:`Timers`: one thread that calls what is due (a job's timeout, the end of a grace
   period, a sweep's next look at its running trials).
 
 Replica exits arrive on the spawner's one reader thread
 (:mod:`trainpool.emulator.jobs.spawner`). The emulator's threads are therefore bounded by
-constants, whatever the number of jobs: :data:`WORKERS` + :data:`SETUP_WORKERS` + 1 timer +
-1 reader, besides the gRPC server's own pool.
+constants, whatever the number of jobs: :data:`WORKERS` + :data:`SETUP_WORKERS` +
+:data:`STOP_WORKERS` + 1 timer + 1 reader, besides the gRPC server's own pool.
 """
 
 from __future__ import annotations
@@ -27,10 +30,20 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-WORKERS = 8
-"""Threads that run jobs' calls (records, starts and stops of replicas, sweeps' decisions)."""
+WORKERS = 2
+"""Threads that run jobs' calls (records, starts of replicas, sweeps' decisions). The calls are
+short (the waits are on ``setup`` and ``stops``; the one left here is a restart of every
+replica, ``restartJobOnWorkerRestart`` or a job retry, whose replicas ignore SIGTERM for the
+grace period), and every thread of the
+emulator shares one GIL with the gRPC handlers: more of them runnable at once only makes each
+call wait longer for it. ``benchmarks/bench_load.py`` (20 clients x 50 jobs, 2 CPUs), three
+alternating pairs, 2 job threads and 8 handler threads vs 8 and 12: Create p99 81, 73, 107 vs
+112, 118, 145 ms; Get p99 47, 43, 53 vs 66, 70, 88 ms; peak threads 28 vs 38; the jobs ended
+as soon."""
 SETUP_WORKERS = 4
 """Threads that plan jobs' replicas (package installs); a job waits PENDING for one."""
+STOP_WORKERS = 4
+"""Threads that stop ended jobs' replicas (SIGTERM, the grace period, SIGKILL)."""
 
 
 class Timer:
@@ -92,9 +105,15 @@ class Timers:
 class Engine:
     """The pools and the timer thread of one emulator's jobs."""
 
-    def __init__(self, workers: int = WORKERS, setup_workers: int = SETUP_WORKERS) -> None:
+    def __init__(
+        self,
+        workers: int = WORKERS,
+        setup_workers: int = SETUP_WORKERS,
+        stop_workers: int = STOP_WORKERS,
+    ) -> None:
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="trainpool-job")
         self.setup = ThreadPoolExecutor(setup_workers, thread_name_prefix="trainpool-setup")
+        self.stops = ThreadPoolExecutor(stop_workers, thread_name_prefix="trainpool-stop")
         self.timers = Timers()
 
     def serial(self, on_error: Callable[[BaseException], None]) -> Serial:
@@ -104,6 +123,7 @@ class Engine:
     def close(self) -> None:
         self.timers.close()
         self.setup.shutdown(wait=False, cancel_futures=True)
+        self.stops.shutdown(wait=False, cancel_futures=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -208,9 +208,32 @@ class JobRun:
         self.phase = "ended"
         if self.timer is not None:
             self.timer.cancel()
+        run = self.run
+        try:
+            stopping = run is not None and run.running()
+        except Exception:  # noqa: BLE001 - when in doubt, stop as usual
+            stopping = True
+        if not stopping:
+            self._ended(outcome)
+            return
+
+        def stop() -> None:  # on the stopping pool: the grace period holds none of the jobs'
+            try:
+                assert run is not None
+                run.close()
+            finally:
+                self.serial.send(lambda: self._ended(outcome))
+
+        try:
+            self.runner.engine.stops.submit(stop)
+        except RuntimeError:  # the engine is shut down: the emulator is stopping
+            stop()
+
+    def _ended(self, outcome: Outcome) -> None:
+        """The job's replicas are gone: record its end, give its replica slots back."""
         steps: list[Callable[[], None]] = []
         if self.run is not None:
-            steps.append(self.run.close)
+            steps.append(self.run.close)  # what started since the look: nothing, normally
         message = f": {outcome.message}" if outcome.message else ""
         steps += [
             lambda: self.note(f"ended {outcome.state}{message}"),

@@ -226,9 +226,12 @@ def _kill(pgid: int, sig: int) -> None:
         pass
 
 
-def stop(replicas: list[Replica], grace_s: float = STOP_GRACE_S) -> None:
-    """Stop every replica's process group and reap the leaders."""
-    stop_groups([r.pgid for r in replicas], grace_s, reap=replicas)
+def stop(replicas: list[Replica], grace_s: float | None = None) -> None:
+    """Stop every replica's process group and reap the leaders (``grace_s`` between SIGTERM
+    and SIGKILL; default :data:`STOP_GRACE_S`)."""
+    stop_groups(
+        [r.pgid for r in replicas], STOP_GRACE_S if grace_s is None else grace_s, reap=replicas
+    )
     with _owned_lock:
         for replica in replicas:
             if replica.exit_status() is not None and not group_alive(replica.pgid):

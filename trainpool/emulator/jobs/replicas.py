@@ -159,8 +159,15 @@ class ReplicaRun:
         processes.stop([self.replicas.pop(la.name) for la in launches])
         self._start(launches)
 
+    def running(self) -> bool:
+        """Whether a replica, or a process a replica started, still runs (:meth:`close` would
+        wait for it)."""
+        return any(
+            r.exit_status() is None or processes.group_alive(r.pgid) for r in self.replicas.values()
+        )
+
     def close(self) -> None:
-        """Stop whatever still runs (SIGTERM, then SIGKILL)."""
+        """Stop whatever still runs (SIGTERM, then SIGKILL after a grace period: this waits)."""
         processes.stop(list(self.replicas.values()))
 
     def step(self) -> Outcome | None:
