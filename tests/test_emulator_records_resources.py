@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -98,8 +99,6 @@ def test_writes_from_many_threads_at_once_lose_nothing(records: Records) -> None
     """Inserts, updates and deletes from 8 threads at once (as the gRPC workers and the
     job engine's threads make them): every record and label is as the last write left
     it, and a deleted record leaves no label behind."""
-    import threading
-
     errors: list[BaseException] = []
 
     def worker(w: int) -> None:

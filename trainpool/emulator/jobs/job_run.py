@@ -213,29 +213,31 @@ class JobRun:
             stopping = run is not None and run.running()
         except Exception:  # noqa: BLE001 - when in doubt, stop as usual
             stopping = True
-        if not stopping:
-            self._ended(outcome)
-            return
+        if stopping:
+            assert run is not None
 
-        def stop() -> None:  # on the stopping pool: the grace period holds none of the jobs'
+            def stop() -> None:  # on the stopping pool: the grace period holds no job thread
+                try:
+                    run.close()
+                finally:
+                    self.serial.send(lambda: self._ended(outcome))
+
             try:
-                assert run is not None
-                run.close()
-            finally:
-                self.serial.send(lambda: self._ended(outcome))
-
-        try:
-            self.runner.engine.stops.submit(stop)
-        except RuntimeError:  # the engine is shut down: the emulator is stopping
-            stop()
+                self.runner.engine.stops.submit(stop)
+                return
+            except RuntimeError:  # the engine is shut down (the emulator stops): stop here
+                pass
+        if run is not None:
+            try:
+                run.close()  # forgets the replicas' groups (waits only on a stopped engine)
+            except Exception:  # noqa: BLE001 - the end is recorded all the same
+                pass
+        self._ended(outcome)
 
     def _ended(self, outcome: Outcome) -> None:
         """The job's replicas are gone: record its end, give its replica slots back."""
-        steps: list[Callable[[], None]] = []
-        if self.run is not None:
-            steps.append(self.run.close)  # what started since the look: nothing, normally
         message = f": {outcome.message}" if outcome.message else ""
-        steps += [
+        steps: list[Callable[[], None]] = [
             lambda: self.note(f"ended {outcome.state}{message}"),
             lambda: self.runner.finish(self.name, outcome),
         ]

@@ -185,10 +185,11 @@ def signal_group(pgid: int, sig: int) -> None:
 
 def stop_groups(
     groups: Sequence[int | ProcessId],
-    grace_s: float = STOP_GRACE_S,
+    grace_s: float | None = None,
     reap: Sequence[Replica] = (),
 ) -> None:
-    """SIGTERM every group, wait up to ``grace_s`` for them to go, then SIGKILL what is left.
+    """SIGTERM every group, wait up to ``grace_s`` (default :data:`STOP_GRACE_S`, read at the
+    call) for them to go, then SIGKILL what is left.
 
     A group is a pgid this process started, or the :class:`ProcessId` recorded when another
     (earlier) process started it; any other pgid (a stale record, a reused pid) is left alone.
@@ -199,13 +200,14 @@ def stop_groups(
         pgid, recorded = (group.pid, group) if isinstance(group, ProcessId) else (group, None)
         if is_ours(pgid, recorded):
             pgids.append(pgid)
+    grace = STOP_GRACE_S if grace_s is None else grace_s
     for pgid in pgids:
         _kill(pgid, signal.SIGTERM)
-    if _gone(pgids, reap, time.monotonic() + grace_s):
+    if _gone(pgids, reap, time.monotonic() + grace):
         return
     for pgid in pgids:
         _kill(pgid, signal.SIGKILL)
-    _gone(pgids, reap, time.monotonic() + grace_s)
+    _gone(pgids, reap, time.monotonic() + grace)
 
 
 def _gone(pgids: list[int], reap: Sequence[Replica], deadline: float) -> bool:
@@ -227,11 +229,8 @@ def _kill(pgid: int, sig: int) -> None:
 
 
 def stop(replicas: list[Replica], grace_s: float | None = None) -> None:
-    """Stop every replica's process group and reap the leaders (``grace_s`` between SIGTERM
-    and SIGKILL; default :data:`STOP_GRACE_S`)."""
-    stop_groups(
-        [r.pgid for r in replicas], STOP_GRACE_S if grace_s is None else grace_s, reap=replicas
-    )
+    """Stop every replica's process group and reap the leaders (see :func:`stop_groups`)."""
+    stop_groups([r.pgid for r in replicas], grace_s, reap=replicas)
     with _owned_lock:
         for replica in replicas:
             if replica.exit_status() is not None and not group_alive(replica.pgid):
