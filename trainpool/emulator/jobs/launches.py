@@ -135,10 +135,9 @@ def plan_launches(
         env.update(storage_access.storage_env(ctx.storage_env, ctx.project, home))
         env[LOCAL_ROOT_ENV] = str(gcs_root)
         env["PYTHONUNBUFFERED"] = "1"
-        argv = mount.wrap(argv, gcs_root, stores)
-        launches.append(
-            Launch(name, pool, argv, env, cwd, ctx.files.replica_log(name), workdir=workdir)
-        )
+        log = ctx.files.replica_log(name)
+        mounts = mount.mounts(gcs_root, stores)
+        launches.append(Launch(name, pool, argv, env, cwd, log, workdir=workdir, mounts=mounts))
     return launches
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainpool.cluster_env.gcs import VERTEX_MOUNT
 from trainpool.emulator.jobs.workdirs import Workdir
 
 STOP_GRACE_S = 2.0
@@ -80,6 +81,24 @@ def is_ours(pgid: int, recorded: ProcessId | None = None) -> bool:
 
 
 @dataclass(frozen=True)
+class Mounts:
+    """One replica's mount namespace, as the replica guard makes it (:mod:`.gcs_mount`
+    decides it): ``gcs`` bound on ``target``, each of ``read_only`` bound read-only onto
+    itself, in a user namespace of its own too when ``user``."""
+
+    gcs: str
+    target: str = VERTEX_MOUNT
+    read_only: tuple[str, ...] = ()
+    user: bool = False
+
+    def host_path(self, path: str) -> str:
+        """Where ``path`` as the replica sees it lies on this machine."""
+        if path == self.target or path.startswith(self.target + "/"):
+            return self.gcs + path[len(self.target) :]
+        return path
+
+
+@dataclass(frozen=True)
 class Launch:
     """How to start one replica: ``name`` is Vertex's replica name, e.g. ``workerpool1-0``;
     ``workdir`` (when given) is made fresh before each start, as a container's files."""
@@ -91,6 +110,8 @@ class Launch:
     cwd: Path
     log: Path
     workdir: Workdir | None = None
+    mounts: Mounts | None = None
+    """The replica's own mount namespace (``/gcs``), made as it starts; None: the host's."""
 
 
 class Replica:
@@ -152,6 +173,8 @@ class Replica:
 def check_executable(launch: Launch) -> None:
     """Raise as ``Popen`` would for a program that cannot start (the guard starts it later)."""
     program = launch.argv[0] if launch.argv else ""
+    if launch.mounts is not None:  # a path under /gcs lies in the emulator's store here
+        program = launch.mounts.host_path(program)
     if os.sep in program:
         found = str(launch.cwd / program) if not os.path.isabs(program) else program
         if not os.path.isfile(found):

@@ -9,7 +9,9 @@ and exits. A SIGKILLed emulator can run no cleanup, so this is what keeps its re
 from outliving it.
 
 It speaks JSON lines. On standard input, one request per replica to start: ``{"id": N,
-"argv": [...], "env": {...}, "cwd": DIR, "log": FILE}``. On standard output: ``{"id": N,
+"argv": [...], "env": {...}, "cwd": DIR, "log": FILE}``, with ``"mounts": {"gcs": DIR,
+"target": "/gcs", "read_only": [DIR, ...], "user": BOOL}`` for a replica that gets a mount
+namespace of its own (below). On standard output: ``{"id": N,
 "pid": P, "ticks": T}`` once the replica is forked (``T``: its start time in clock ticks,
 ``/proc/P/stat`` field 22, read before the process can be reaped), or ``{"id": N, "error":
 TEXT, "errno": E}`` when it could not be; and ``{"pid": P, "status": S}`` when replica ``P`` ended
@@ -17,6 +19,16 @@ TEXT, "errno": E}`` when it could not be; and ``{"pid": P, "status": S}`` when r
 before its start is reported, so the emulator can signal the group at once), with
 standard input from ``/dev/null``, standard output and error appended to ``FILE``; an argv
 that cannot be executed writes why to ``FILE`` and exits 127, as a shell does.
+
+With ``mounts``, the forked child makes its own mount namespace before it executes the
+replica (a user namespace too when ``user``: a user other than root may not mount
+otherwise, so it maps itself to root there, as ``unshare --map-root-user`` does), makes
+every mount in it private, binds each ``read_only`` directory onto itself read-only, and
+binds ``gcs`` on ``target``. These are the system calls the commands ``unshare --mount
+--propagation private`` and ``mount --bind`` make, made here, in the child, where the commands
+would cost a start of ``unshare``, ``sh`` and one ``mount`` per bind for every replica
+(about 8 ms of CPU each, against 0.1 ms). A mount that fails writes why to ``FILE`` and
+exits 125, as a container runtime does when it cannot make the container.
 
 Starting replicas from this one process, rather than a guard process per replica, costs a
 ``fork`` of a small process per replica instead of an interpreter's start, and gives the
@@ -33,12 +45,29 @@ import signal
 import sys
 
 PR_SET_PDEATHSIG = 1
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
+MS_REC, MS_PRIVATE, MS_RELATIME = 16384, 1 << 18, 1 << 21
+_KEPT = (
+    ("ST_NOSUID", MS_NOSUID),
+    ("ST_NODEV", MS_NODEV),
+    ("ST_NOEXEC", MS_NOEXEC),
+    ("ST_NOATIME", MS_NOATIME),
+    ("ST_NODIRATIME", MS_NODIRATIME),
+    ("ST_RELATIME", MS_RELATIME),
+)
+"""A bind mount's flags that a read-only remount keeps: in a user namespace the kernel
+refuses a remount that would drop a flag locked by the mount it was bound from."""
+MOUNT_FAILED = 125
 _RESET = ("SIGPIPE", "SIGXFSZ", "SIGXFZ", "SIGHUP", "SIGCHLD", "SIGTERM", "SIGINT")
 """Dispositions a replica gets back to their defaults (Python ignores SIGPIPE and SIGXFSZ)."""
 
 _STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 live: set[int] = set()
 guard_pid = os.getpid()
+_libc: ctypes.CDLL | None = None
 
 
 def _kill_all(*_: object) -> None:
@@ -51,10 +80,11 @@ def _kill_all(*_: object) -> None:
 
 
 def _die_with_parent(parent: int) -> None:
+    global _libc
     signal.signal(signal.SIGHUP, _kill_all)
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGHUP, 0, 0, 0)
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGHUP, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: no parent-death signal
         return
     if os.getppid() != parent:  # the parent died before prctl took effect
@@ -78,6 +108,48 @@ def _ticks(pid: int) -> int:
         return -1
 
 
+def _call(what: str, result: int) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str, target: str, flags: int) -> None:
+    assert _libc is not None
+    _call(
+        f"mount {source} on {target}",
+        _libc.mount(source.encode(), target.encode(), None, flags, None),
+    )
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _namespace(mounts: dict[str, object]) -> None:
+    """In the forked child: a mount namespace of its own with ``mounts`` (module docstring)."""
+    if _libc is None:
+        raise OSError(0, "mount namespaces need Linux")
+    uid, gid = os.getuid(), os.getgid()
+    user = bool(mounts.get("user"))
+    _call("unshare", _libc.unshare(CLONE_NEWNS | (CLONE_NEWUSER if user else 0)))
+    if user:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"0 {uid} 1")
+        _write("/proc/self/gid_map", f"0 {gid} 1")
+    _mount("none", "/", MS_REC | MS_PRIVATE)
+    for path in mounts.get("read_only") or ():  # type: ignore[attr-defined]
+        _mount(str(path), str(path), MS_BIND)
+        kept = os.statvfs(str(path)).f_flag
+        flags = sum(ms for st, ms in _KEPT if kept & getattr(os, st, 0))
+        _mount(str(path), str(path), MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+    _mount(str(mounts["gcs"]), str(mounts["target"]), MS_BIND)
+
+
 def _child(request: dict[str, object], log: int, ready: int) -> None:
     """In the forked child: a session of its own, the log as output, then exec."""
     argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
@@ -93,6 +165,12 @@ def _child(request: dict[str, object], log: int, ready: int) -> None:
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, ())  # a stop sent since the fork lands now
+        if request.get("mounts"):
+            try:
+                _namespace(request["mounts"])  # type: ignore[arg-type]
+            except OSError as err:
+                os.write(2, f"cannot make the replica's mounts: {err.strerror or err}\n".encode())
+                os._exit(MOUNT_FAILED)
         os.chdir(str(request["cwd"]))
         env = {str(k): str(v) for k, v in request["env"].items()}  # type: ignore[attr-defined]
         os.execvpe(argv[0], argv, env)

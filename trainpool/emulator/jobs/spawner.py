@@ -17,6 +17,7 @@ guard.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -80,6 +81,8 @@ class _Guard:
             "cwd": str(launch.cwd),
             "log": str(launch.log),
         }
+        if launch.mounts is not None:
+            request["mounts"] = dataclasses.asdict(launch.mounts)
         done: Future[Replica] = Future()
         with self._lock:
             request["id"] = number = next(self._ids)
