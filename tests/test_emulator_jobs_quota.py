@@ -3,7 +3,8 @@
 Vertex: jobs the quota cannot hold now stay QUEUED ("one of the jobs remain in queued state and
 won't start training", Vertex AI NAS docs; ``JOB_STATE_QUEUED``: "processing has not yet
 begun", aiplatform_v1 job_state.py) and a request beyond the quota's limit is refused with
-429 RESOURCE_EXHAUSTED (/work/notes/prebuilt-samples-limits.md, Part 4).
+429 RESOURCE_EXHAUSTED ("The following quota metrics exceed quota limits: ...",
+https://cloud.google.com/vertex-ai/docs/quotas).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 Vertex's launcher in a prebuilt image copies each package and runs ``pip3 install --user
 ... --no-deps PKG`` then ``pip3 install --user PKG``, which installs the package's
 ``install_requires`` (the SDK's ``CustomTrainingJob(requirements=[...])`` become the
-``install_requires`` of the package it builds: ``aiplatform.utils.source_utils``); a
-real job log is quoted in /work/notes/prebuilt-samples-limits.md, part 2.
+``install_requires`` of the package it builds: ``aiplatform.utils.source_utils``), as
+the "Downloading the package" / "Running module" lines of a prebuilt-container job's log
+(``gcloud ai custom-jobs stream-logs``) show.
 
 A URI is a local path or ``gs://BUCKET/PATH`` (read from ``<root>/gcs/BUCKET/PATH``).
 A directory goes on ``PYTHONPATH`` as it is. Wheels and sdists are installed with pip,

@@ -4,8 +4,8 @@ On Vertex, what a project may run at once in a region is bounded by its quotas (
 model training CPUs ... per region", GPUs per type, https://cloud.google.com/vertex-ai/docs/quotas).
 A job whose resources the quota cannot hold now waits: "if multiple jobs for the same
 project were started at the same time and the quota isn't sufficient for all of them, then
-one of the jobs remain in queued state and won't start training" (Vertex AI Neural
-Architecture Search docs, quoted in /work/notes/prebuilt-samples-limits.md, Part 4), and
+one of the jobs remain in queued state and won't start training" (Vertex AI's Neural
+Architecture Search documentation, on its quotas), and
 ``JOB_STATE_QUEUED`` is "The job has been just created or resumed and processing has not
 yet begun" (``aiplatform_v1/types/job_state.py``). A request beyond the quota's limit itself
 is refused with ``429 RESOURCE_EXHAUSTED`` ("The following quota metrics exceed quota

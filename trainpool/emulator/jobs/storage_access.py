@@ -2,11 +2,13 @@
 
 A Vertex replica reaches Cloud Storage three ways: ``/gcs/`` (Cloud Storage FUSE,
 :mod:`.gcs_mount`), the client libraries and the Cloud SDK, both authenticated by the
-replica's service account from the metadata server and given the project (research
-notes: /work/notes/prebuilt-samples-limits.md, part 5; Google's XGBoost sample reads its
-data with ``gcloud storage cp``). Locally the emulator's Cloud Storage JSON API door
-(``trainpool.emulator.cloud_storage``) stands in for the service, and each replica is
-pointed at it the ways each client documents:
+replica's service account from the metadata server and given the project
+(``CustomJobSpec.service_account`` in ``aiplatform_v1/types/custom_job.py``; gcloud reads
+``metadata.google.internal``, ``core/credentials/gce_read.py`` of the Cloud SDK; Google's
+XGBoost sample, ``notebooks/official/training/hyperparameter_tuning_xgboost.ipynb`` in
+vertex-ai-samples, reads its data with ``gcloud storage cp``). Locally the emulator's Cloud
+Storage JSON API door (``trainpool.emulator.cloud_storage``) stands in for the service, and
+each replica is pointed at it the ways each client documents:
 
 - the door's own variables (``EmulatorState.storage_env``): ``STORAGE_EMULATOR_HOST`` (the
   door's URL with its secret: google-cloud-storage then talks to it with anonymous

@@ -36,7 +36,7 @@ def format_value(value: Any, integral: bool = False) -> str:
     ``integral``) is written without ``.0`` (``--units=128``); DOUBLE (and DISCRETE with a
     fraction) as Python's shortest float text (``--lr=0.001``); CATEGORICAL as its string.
 
-    Evidence (/work/notes/prebuilt-samples-limits.md, part 3): Google's official samples
+    Evidence (vertex-ai-samples at commit cc0d791): Google's official samples
     parse such parameters with ``type=int`` and their recorded runs succeed, which
     ``--units=128.0`` would not: ``notebooks/official/training/hyperparameter_tuning_xgboost
     .ipynb`` (INTEGER ``boost-rounds``), ``distributed_hyperparameter_tuning.ipynb`` and
