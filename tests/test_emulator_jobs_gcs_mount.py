@@ -12,11 +12,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.other_user import NOBODY, SYSTEM_PYTHON, as_another_user, shared_folder
 
 from trainpool.emulator.jobs import gcs_mount, replica_guard, spawner
 from trainpool.emulator.jobs.processes import Launch, Mounts
@@ -90,32 +90,20 @@ def test_a_program_under_gcs_is_found_in_the_store(mount: gcs_mount.Mount, tmp_p
     assert replica.wait(30) == 0 and (tmp_path / "log").read_text() == "ran from gcs\n"
 
 
-SYSTEM_PYTHON = "/usr/bin/python3"
-"""An interpreter another user may run (this one may live in root's home)."""
-
-
 @pytest.fixture
 def shared() -> Iterator[Path]:
-    """A folder every user may enter and write."""
-    folder = Path(tempfile.mkdtemp(prefix="trainpool-shared-"))
-    folder.chmod(0o777)
-    try:
+    with shared_folder() as folder:
         yield folder
-    finally:
-        shutil.rmtree(folder)
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("runuser") is None or not os.path.exists(SYSTEM_PYTHON),
-    reason="needs root and runuser to act as another local user",
-)
+@as_another_user
 def test_a_user_other_than_root_mounts_in_a_user_namespace_of_its_own(shared: Path) -> None:
     if not os.path.isdir("/gcs"):
         pytest.skip("no /gcs mount point")
     guard = shared / "replica_guard.py"
     shutil.copy(replica_guard.__file__, guard)  # the guard is standard library only
-    for folder in ("gcs", "store"):
-        (shared / folder).mkdir(mode=0o777)
+    for folder in ("gcs", "store", "out"):  # nobody writes the log in out/
+        (shared / folder).mkdir()
         (shared / folder).chmod(0o777)
     (shared / "gcs/bound").touch()
     check = (
@@ -127,14 +115,14 @@ def test_a_user_other_than_root_mounts_in_a_user_namespace_of_its_own(shared: Pa
         "argv": ["sh", "-c", check],
         "env": {"PATH": os.defpath},
         "cwd": str(shared),
-        "log": str(shared / "log"),
+        "log": str(shared / "out/log"),
         "mounts": dataclasses.asdict(
             Mounts(str(shared / "gcs"), read_only=(str(shared / "store"),), user=True)
         ),
     }
     start = f'exec {SYSTEM_PYTHON} -I -S {guard} "$PPID"'
     proc = subprocess.Popen(
-        ["runuser", "-u", "nobody", "--", "sh", "-c", start],
+        [*NOBODY, "sh", "-c", start],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -148,10 +136,10 @@ def test_a_user_other_than_root_mounts_in_a_user_namespace_of_its_own(shared: Pa
     finally:
         proc.stdin.close()
         proc.wait(10)
-    said = (shared / "log").read_text()
+    said = (shared / "out/log").read_text()
     if "pid" not in started or (os.waitstatus_to_exitcode(ended["status"]) == 125):
         pytest.skip(f"user namespaces are not allowed to other users here: {started} {said}")
     assert os.waitstatus_to_exitcode(ended["status"]) == 0, said
     assert said.split() == ["0", "bound", "read-only"]  # root in its namespace, nobody outside
     assert not (shared / "store/x").exists()
-    assert os.stat(shared / "log").st_uid != 0  # the guard ran as nobody
+    assert os.stat(shared / "out/log").st_uid != 0  # the guard ran as nobody

@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.other_user import NOBODY, SYSTEM_PYTHON, as_another_user, shared_folder
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -90,9 +89,6 @@ def test_make_private_names_the_root_it_cannot_change(tmp_path: Path) -> None:
         private_root.make_private(Path("/"))
 
 
-NOBODY = ["runuser", "-u", "nobody", "--"]
-SYSTEM_PYTHON = "/usr/bin/python3"
-"""An interpreter another user may run (this one may live in root's home)."""
 PROBE = r"""
 import socket, sys, urllib.request, urllib.error
 root, door, sock = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -128,18 +124,11 @@ except PermissionError:
 @pytest.fixture
 def shared() -> Iterator[Path]:
     """A folder every user may enter: only the root's own modes keep others out."""
-    folder = Path(tempfile.mkdtemp(prefix="trainpool-shared-"))
-    folder.chmod(0o755)
-    try:
+    with shared_folder() as folder:
         yield folder
-    finally:
-        shutil.rmtree(folder)
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("runuser") is None or not os.path.exists(SYSTEM_PYTHON),
-    reason="needs root and runuser to act as another local user",
-)
+@as_another_user
 def test_another_local_user_gets_nothing(shared: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with emulator.start(shared / "root") as emu:
         assert emu.storage_address is not None
