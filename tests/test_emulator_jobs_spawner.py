@@ -74,3 +74,18 @@ def test_when_the_guard_dies_its_replicas_are_killed_and_reported(tmp_path: Path
         time.sleep(0.05)
     after = spawner.start(launch(tmp_path, sys.executable, "-c", "pass"))  # a new guard
     assert after.wait(10) == 0 and spawner.guard_pid() != guard
+
+
+def test_a_replica_gets_the_umask_of_the_process_that_started_it(tmp_path: Path) -> None:
+    # The guard may start before the emulator restricts its umask (private_root); the
+    # replica's log and files must still follow the umask in force when it is started.
+    (tmp_path / "first").mkdir()
+    assert spawner.start(launch(tmp_path / "first", "true")).wait(10) == 0  # the guard runs
+    before = os.umask(0o077)
+    try:
+        replica = spawner.start(launch(tmp_path, "sh", "-c", "echo x > made"))
+    finally:
+        os.umask(before)
+    assert replica.wait(10) == 0
+    assert (tmp_path / "made").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "replica.log").stat().st_mode & 0o777 == 0o600

@@ -18,7 +18,9 @@ TEXT, "errno": E}`` when it could not be; and ``{"pid": P, "status": S}`` when r
 (``S``: its wait status). Each replica runs in a session (process group) of its own (made
 before its start is reported, so the emulator can signal the group at once), with
 standard input from ``/dev/null``, standard output and error appended to ``FILE``; an argv
-that cannot be executed writes why to ``FILE`` and exits 127, as a shell does.
+that cannot be executed writes why to ``FILE`` and exits 127, as a shell does. With
+``"umask": M``, ``FILE`` is created and the replica runs under umask ``M``: the umask of the
+process that asked, as when it forks a child itself, not the guard's from its own start.
 
 With ``mounts``, the forked child makes its own mount namespace before it executes the
 replica (a user namespace too when ``user``: a user other than root may not mount
@@ -182,6 +184,8 @@ def _child(request: dict[str, object], log: int, ready: int) -> None:
 
 
 def _start(request: dict[str, object]) -> None:
+    if isinstance(request.get("umask"), int):  # the asking process's, as if it had forked
+        os.umask(request["umask"])  # type: ignore[arg-type]
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
         log = os.open(str(request["log"]), flags, 0o666)

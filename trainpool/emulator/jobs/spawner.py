@@ -83,6 +83,9 @@ class _Guard:
         }
         if launch.mounts is not None:
             request["mounts"] = dataclasses.asdict(launch.mounts)
+        umask = _umask()
+        if umask is not None:  # the emulator restricts its umask after the guard may have started
+            request["umask"] = umask
         done: Future[Replica] = Future()
         with self._lock:
             request["id"] = number = next(self._ids)
@@ -148,6 +151,20 @@ class _Guard:
         for replica in live.values():
             processes.signal_group(replica.pgid, signal.SIGKILL)
             replica.ended(LOST_STATUS)
+
+
+def _umask() -> int | None:
+    """This process's umask, read without changing it (``/proc/self/status``, Linux 4.7 and
+    later; setting and restoring it would race with other threads' files); None where it
+    cannot be read."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 _guard = _Guard()
