@@ -95,7 +95,7 @@ def plan_launches(
         note(f"the image store is writable by replicas on this machine: {mount.read_only_why}")
     if not ctx.storage_env:
         note(storage_access.NO_DOOR_NOTE)
-    stores = (ctx.home.images, ctx.home.environments)
+    mounts = mount.mounts(gcs_root, (ctx.home.images, ctx.home.environments))
     for pool, index in layout.replicas(spec):
         pool_spec = pools[pool]
         if pool == 2 and layout.is_reduction_server(pool_spec):
@@ -136,7 +136,6 @@ def plan_launches(
         env[LOCAL_ROOT_ENV] = str(gcs_root)
         env["PYTHONUNBUFFERED"] = "1"
         log = ctx.files.replica_log(name)
-        mounts = mount.mounts(gcs_root, stores)
         launches.append(Launch(name, pool, argv, env, cwd, log, workdir=workdir, mounts=mounts))
     return launches
 
