@@ -8,9 +8,10 @@ something happened to it (a replica exited, a Cancel arrived, a deadline passed)
 - ``setup``: a second small pool for the one step that may take long (planning a job's
   replicas installs its Python packages), so a slow install never holds up other jobs'
   events;
-- ``stops``: a third, for the other wait: stopping a job's replicas at its end gives them
-  a grace period after SIGTERM (:data:`trainpool.emulator.jobs.processes.STOP_GRACE_S`), so
-  a replica that ignores SIGTERM holds a stopping thread, never a job's;
+- ``stops``: a third, for the other wait: stopping a job's replicas (at its end, and before
+  a restart of replicas that still run: ``restartJobOnWorkerRestart``, a job retry) gives
+  them a grace period after SIGTERM (:data:`trainpool.emulator.jobs.processes.STOP_GRACE_S`),
+  so a replica that ignores SIGTERM holds a stopping thread, never a job's;
 - :class:`Timers`: one thread that calls what is due (a job's timeout, the end of a grace
   period, a sweep's next look at its running trials).
 
@@ -32,10 +33,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 WORKERS = 2
 """Threads that run jobs' calls (records, starts of replicas, sweeps' decisions). The calls are
-short: the waits are on ``setup`` and ``stops`` (the one left here is a restart of every
-replica, ``restartJobOnWorkerRestart`` or a job retry, whose replicas ignore SIGTERM for the
-grace period). Every thread of the emulator shares one GIL with the gRPC handlers: more of them
-runnable at once only makes each call wait longer for it. ``benchmarks/bench_load.py`` (20
+short: the waits are on ``setup`` and ``stops``. Every thread of the emulator shares one GIL
+with the gRPC handlers: more of them runnable at once only makes each call wait longer for
+it. ``benchmarks/bench_load.py`` (20
 clients x 50 jobs, 2 CPUs), three alternating pairs, 2 job threads and 8 handler threads vs 8
 and 12: Create p99 81, 73, 107 vs 112, 118, 145 ms; Get p99 47, 43, 53 vs 66, 70, 88 ms; peak
 threads 28 vs 38; the jobs ended as soon."""

@@ -165,6 +165,7 @@ class JobRun:
             kill=self.runner.kill,
             wake=lambda: self.serial.send(self._step),
             clock=self.runner.monotonic,
+            stopper=self.runner.engine.stops.submit,
         )
         self.phase = "running"
         outcome = self.run.begin()

@@ -25,6 +25,13 @@ is one, ``next_wake()`` says when a deadline falls due (timeout, an evaluator's 
 test's kill). Its ``wake`` is called when a replica exits or a control is set; the job
 engine (:mod:`trainpool.emulator.jobs.job_run`) then runs ``step()`` on its pool.
 :func:`run_replicas` drives one run to its end in the calling thread.
+
+A restart stops the replicas it replaces first (SIGTERM, the grace period, SIGKILL). Given a
+``stopper`` (the engine's stopping pool), that wait is made there, not in ``step()``: a
+replica that ignores SIGTERM through a ``restartJobOnWorkerRestart`` restart or a job retry
+holds up no other job. The run stays RUNNING meanwhile and decides nothing else; the next
+``step()`` after the stop starts the new replicas (Vertex restarts replicas in place, with
+the same task: "Restart workers during the training job", understanding-training-service).
 """
 
 from __future__ import annotations
@@ -107,8 +114,13 @@ class ReplicaRun:
         kill: KillFault | None = None,
         wake: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
+        stopper: Callable[[Callable[[], None]], object] | None = None,
     ) -> None:
         self.launches = launches
+        self.stopper = stopper
+        self.restarting: list[tuple[list[Launch], list[Replica], threading.Event]] = []
+        """Restarts whose old replicas are being stopped by the ``stopper``: their launches,
+        the old replicas, and an event set once those are gone."""
         self.clock = clock
         self.controls = controls
         self.policy = policy or RetryPolicy()
@@ -156,19 +168,48 @@ class ReplicaRun:
             replica.on_exit(lambda _: self.wake())
 
     def restart(self, launches: list[Launch]) -> None:
-        processes.stop([self.replicas.pop(la.name) for la in launches])
-        self._start(launches)
+        """Stop ``launches``' replicas and start them again: at once without a ``stopper``;
+        with one, the stop is made there and a later :meth:`step` starts them."""
+        old = [self.replicas.pop(la.name) for la in launches]
+        if self.stopper is None:
+            processes.stop(old)
+            self._start(launches)
+            return
+        gone = threading.Event()
+
+        def stop() -> None:
+            try:
+                processes.stop(old)
+            finally:
+                gone.set()
+                self.wake()
+
+        self.restarting.append((launches, old, gone))
+        try:
+            self.stopper(stop)
+        except RuntimeError:  # the stopper is shut down (the emulator stops): stop here
+            stop()
+
+    def _restart_stopped(self) -> None:
+        """Start the replicas of every restart whose old ones are gone."""
+        for entry in [e for e in self.restarting if e[2].is_set()]:
+            self.restarting.remove(entry)
+            self._start(entry[0])
 
     def running(self) -> bool:
         """Whether a replica, or a process a replica started, still runs (:meth:`close` would
-        wait for it)."""
-        return any(
+        wait for it), a restart's old ones included."""
+        return any(not gone.is_set() for _, _, gone in self.restarting) or any(
             r.exit_status() is None or processes.group_alive(r.pgid) for r in self.replicas.values()
         )
 
     def close(self) -> None:
-        """Stop whatever still runs (SIGTERM, then SIGKILL after a grace period: this waits)."""
-        processes.stop(list(self.replicas.values()))
+        """Stop whatever still runs (SIGTERM, then SIGKILL after a grace period: this waits),
+        a restart's old replicas still stopping included (stopped twice, they go once);
+        nothing more is started."""
+        old = [r for _, replicas, gone in self.restarting if not gone.is_set() for r in replicas]
+        self.restarting.clear()
+        processes.stop(list(self.replicas.values()) + old)
 
     def step(self) -> Outcome | None:
         """Look once at the controls, the deadlines and the replicas; the outcome when the run
@@ -189,6 +230,15 @@ class ReplicaRun:
             )
         if self.kill is not None:
             self._apply_kill(self.kill, now)
+        if self.restarting:
+            try:
+                self._restart_stopped()
+            except OSError as err:
+                if is_disk_full(err):
+                    raise
+                return Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
+            if self.restarting:
+                return None  # the old replicas are still stopping: nothing else is decided
         for replica in list(self.replicas.values()):
             status = replica.exit_status()
             if status not in (None, 0):
