@@ -1,6 +1,6 @@
 """The emulator under load: 20 clients x 50 small jobs, what is lost, latencies, threads.
 
-Run: ``python3 benchmarks/bench_load.py [--clients 20] [--jobs 50]``.
+Run: ``python3 benchmarks/bench_load.py [--clients 20] [--jobs 50] [--runs 1]``.
 
 An emulator server (``python -m trainpool.cli emulator``, a process of its own) and
 ``--clients`` client processes (the official ``JobServiceClient``, started and ready before
@@ -15,8 +15,10 @@ threads (``/proc/PID/status``) and processes (its descendants: the guard, replic
 their children), sampled every 20 ms.
 
 Goals (issue 22): nothing lost, p99 of each call under 100 ms, threads bounded by a
-constant. To measure another checkout (the "before"), run this same script with
-``PYTHONPATH`` pointing at that checkout: the server and the clients run its code.
+constant. ``--runs N`` runs it N times in a row and ends with how many runs met the p99 goal
+(one run's p99 moves by tens of ms on a noisy 2-CPU machine). To measure another checkout
+(the "before"), run this same script with ``PYTHONPATH`` pointing at that checkout: the server
+and the clients run its code.
 """
 
 from __future__ import annotations
@@ -193,11 +195,42 @@ def main() -> None:
         help="where the emulator's root is made (default: the system's temporary folder); "
         "e.g. /dev/shm to take the disk's inode allocation out of the figures",
     )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="run the whole benchmark this many times, one after another, and end with how "
+        "many runs met the goals (a p99 is one run's tail; this machine's noise moves it)",
+    )
     parser.add_argument("--client", type=int, default=-1, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client >= 0:
         client_main(args.client, args.jobs, args.deadline)
         return
+    if args.runs < 1:
+        parser.error(f"--runs: {args.runs}; accepted: 1 or more")
+    p99s: dict[str, list[float]] = {"create": [], "get": [], "list": []}
+    lost: list[int] = []
+    for run in range(args.runs):
+        if args.runs > 1:
+            print(f"run {run + 1} of {args.runs}")
+        figures = run_once(args)
+        lost.append(int(figures["lost"]))
+        for kind in p99s:
+            p99s[kind].append(figures[kind])
+    if args.runs > 1:
+        print(f"{args.runs} runs: lost {sum(lost)} in all")
+        for kind, values in p99s.items():
+            print(
+                f"  {kind:6} p99 under 100 ms in {sum(v < 0.1 for v in values)} of {args.runs} "
+                f"runs; median {statistics.median(values) * 1000:.1f} ms, highest "
+                f"{max(values) * 1000:.1f} ms"
+            )
+
+
+def run_once(args: argparse.Namespace) -> dict[str, float]:
+    """One run: start the emulator and the clients, print the figures; the p99 of each call
+    (seconds) and how many jobs were lost."""
     with tempfile.TemporaryDirectory(prefix="bench-load-", dir=args.root_dir) as tmp:
         server = subprocess.Popen(
             [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(Path(tmp) / "root")],
@@ -260,8 +293,10 @@ def main() -> None:
         f"  created {total['created']}, completed {total['succeeded']}, lost {total['lost']}; "
         f"all ended in {wall:.1f} s"
     )
+    figures = {"lost": float(total["lost"])}
     for kind in ("create", "get", "list"):
         values = [t for r in results for t in r["times"][kind]]
+        figures[kind] = percentile(values, 0.99)
         print(
             f"  {kind:6} n={len(values):5}  p50 {percentile(values, 0.5) * 1000:6.1f} ms  "
             f"p99 {percentile(values, 0.99) * 1000:6.1f} ms  "
@@ -277,6 +312,7 @@ def main() -> None:
         f"  emulator peak: {peaks['threads']} threads, {peaks['processes']} processes "
         "(its descendants)"
     )
+    return figures
 
 
 if __name__ == "__main__":
