@@ -214,8 +214,8 @@ def main() -> None:
     for run in range(args.runs):
         if args.runs > 1:
             print(f"run {run + 1} of {args.runs}")
-        figures = run_once(args)
-        lost.append(int(figures["lost"]))
+        lost_now, figures = run_once(args)
+        lost.append(lost_now)
         for kind in p99s:
             p99s[kind].append(figures[kind])
     if args.runs > 1:
@@ -228,9 +228,9 @@ def main() -> None:
             )
 
 
-def run_once(args: argparse.Namespace) -> dict[str, float]:
-    """One run: start the emulator and the clients, print the figures; the p99 of each call
-    (seconds) and how many jobs were lost."""
+def run_once(args: argparse.Namespace) -> tuple[int, dict[str, float]]:
+    """One run: start the emulator and the clients, print the figures; how many jobs were
+    lost and the p99 of each call (seconds)."""
     with tempfile.TemporaryDirectory(prefix="bench-load-", dir=args.root_dir) as tmp:
         server = subprocess.Popen(
             [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(Path(tmp) / "root")],
@@ -293,7 +293,7 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
         f"  created {total['created']}, completed {total['succeeded']}, lost {total['lost']}; "
         f"all ended in {wall:.1f} s"
     )
-    figures = {"lost": float(total["lost"])}
+    figures: dict[str, float] = {}
     for kind in ("create", "get", "list"):
         values = [t for r in results for t in r["times"][kind]]
         figures[kind] = percentile(values, 0.99)
@@ -312,7 +312,7 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
         f"  emulator peak: {peaks['threads']} threads, {peaks['processes']} processes "
         "(its descendants)"
     )
-    return figures
+    return total["lost"], figures
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ engine (:mod:`trainpool.emulator.jobs.job_run`) then runs ``step()`` on its pool
 :func:`run_replicas` drives one run to its end in the calling thread.
 
 A restart stops the replicas it replaces first (SIGTERM, the grace period, SIGKILL). Given a
-``stopper`` (the engine's stopping pool), that wait is made there, not in ``step()``: a
+``stopper`` (the engine's stopping pool; by default the stop is made at once, as
+:func:`run_replicas` does), that wait is made there, not in ``step()``: a
 replica that ignores SIGTERM through a ``restartJobOnWorkerRestart`` restart or a job retry
 holds up no other job. The run stays RUNNING meanwhile and decides nothing else; the next
 ``step()`` after the stop starts the new replicas (Vertex restarts replicas in place, with
@@ -114,10 +115,11 @@ class ReplicaRun:
         kill: KillFault | None = None,
         wake: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
-        stopper: Callable[[Callable[[], None]], object] | None = None,
+        stopper: Callable[[Callable[[], None]], object] = lambda stop: stop(),
     ) -> None:
         self.launches = launches
         self.stopper = stopper
+        """Runs a restart's stop of the old replicas (default: at once, in the caller)."""
         self.restarting: list[tuple[list[Launch], list[Replica], threading.Event]] = []
         """Restarts whose old replicas are being stopped by the ``stopper``: their launches,
         the old replicas, and an event set once those are gone."""
@@ -168,13 +170,9 @@ class ReplicaRun:
             replica.on_exit(lambda _: self.wake())
 
     def restart(self, launches: list[Launch]) -> None:
-        """Stop ``launches``' replicas and start them again: at once without a ``stopper``;
-        with one, the stop is made there and a later :meth:`step` starts them."""
+        """Stop ``launches``' replicas on the ``stopper``; the first :meth:`step` after the
+        stop starts them again."""
         old = [self.replicas.pop(la.name) for la in launches]
-        if self.stopper is None:
-            processes.stop(old)
-            self._start(launches)
-            return
         gone = threading.Event()
 
         def stop() -> None:
