@@ -26,18 +26,23 @@ from trainpool.emulator.api import (
     job_service,
     local_service,
     model_service,
+    operations_service,
     pipeline_service,
     resource_manager,
     schedule_service,
 )
-from trainpool.emulator.api.rpc import close_log, open_log
+from trainpool.emulator.api.rpc import Service, close_log, open_log
+from trainpool.emulator.api.unserved import Unserved
+from trainpool.emulator.api.versions import BetaHandler, Twins
 from trainpool.emulator.clock import Clock
+from trainpool.emulator.cloud_storage.access import DoorKey, new_secret, write_private
 from trainpool.emulator.cloud_storage.bodies import DEFAULT_LIMIT
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
 from trainpool.emulator.jobs.quota import default_limit, parse_limit
 from trainpool.emulator.jobs.runner import Runner, start_runner
+from trainpool.emulator.rest.door import RestDoor
 from trainpool.emulator.state import EmulatorState
 
 SERVICES: tuple[ModuleType, ...] = (
@@ -45,6 +50,7 @@ SERVICES: tuple[ModuleType, ...] = (
     pipeline_service,
     model_service,
     schedule_service,
+    operations_service,
     cloud_build,
     resource_manager,
     faults_service,
@@ -81,6 +87,7 @@ class Emulator:
         lock: root_lock.RootLock,
         storage: StorageServer | None = None,
         log: logging.Handler | None = None,
+        rest: RestDoor | None = None,
     ) -> None:
         self.state = state
         self.runner = runner
@@ -88,8 +95,10 @@ class Emulator:
         self.address = state.address
         self.port = int(self.address.rsplit(":", 1)[1]) if self.address[0].isdigit() else None
         self.storage_address = state.storage_address
+        self.rest_address = rest.address if rest is not None else None
         self._server = server
         self._storage = storage
+        self._rest = rest
         self._lock = lock
         self._log = log
         self._stopped = False
@@ -102,6 +111,8 @@ class Emulator:
         self._stopped = True
         if self._storage is not None:
             self._storage.stop()
+        if self._rest is not None:
+            self._rest.stop()
         self._server.stop(grace_s).wait()
         try:
             self.state.close()
@@ -163,6 +174,23 @@ class Emulator:
         self.stop()
 
 
+def _handlers(state: EmulatorState, runner: Runner) -> list[grpc.GenericRpcHandler]:
+    """Every service's gRPC handler, then the v1beta1 twins of the Vertex AI ones, then
+    :class:`Unserved`; the services are kept in ``state.services`` (and the twins in
+    ``state.twins``) for the other doors."""
+    built = [module.handler(state, runner) for module in SERVICES]
+    services = [h for h in built if isinstance(h, Service)]
+    state.services = {s.name: s for s in services}
+    state.twins = Twins(state.services)
+    raw = [h for h in built if not isinstance(h, Service)]
+    return [
+        *(s.grpc_handler() for s in services),
+        *raw,
+        BetaHandler(state.twins),
+        Unserved(state.services),
+    ]
+
+
 def start(
     root: str | Path,
     port: int | None = None,
@@ -216,20 +244,28 @@ def start(
         options=[("grpc.so_reuseport", 0)],
     )
     door: StorageServer | None = None
+    rest: RestDoor | None = None
     try:
+        secret = new_secret()
+        write_private(state.home.storage_token, secret + "\n")
         if storage:
-            door = serve(state.home, limit=storage_max_bytes)
+            door = serve(state.home, limit=storage_max_bytes, secret=secret)
             state.storage = door.key
+        rest = RestDoor(state, DoorKey("", secret, state.home.storage_token))
+        state.rest_address = rest.address
         if port is None:
             state.address = listen.listen_unix(server, listen.socket_path(state.home))
         else:
             state.address = listen.listen_tcp(server, port)
             _log.warning(PORT_WARNING.format(address=state.address))
         runner = start_runner(state, limit)
-        server.add_generic_rpc_handlers([module.handler(state, runner) for module in SERVICES])
+        server.add_generic_rpc_handlers(_handlers(state, runner))
+        rest.start()
     except BaseException:
         if door is not None:
             door.stop()
+        if rest is not None:
+            rest.server_close()
         server.stop(0)
         state.close()
         close_log(log)
@@ -237,5 +273,5 @@ def start(
         lock.release()
         raise
     server.start()
-    lock.publish(state.address, state.storage_address)
-    return Emulator(state, runner, server, lock, door, log)
+    lock.publish(state.address, state.storage_address, state.rest_address)
+    return Emulator(state, runner, server, lock, door, log, rest)

@@ -22,6 +22,7 @@ from trainpool.emulator.cloud_storage.access import DoorKey
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.records import migrate
 from trainpool.emulator.records.database import Database
+from trainpool.emulator.records.operations import Operations
 from trainpool.emulator.records.resources import Records
 from trainpool.home import Home
 
@@ -41,9 +42,18 @@ class EmulatorState:
     clients need it)."""
     storage: DoorKey | None = None
     """The Cloud Storage door's address and secret while it serves (None: not served)."""
+    rest_address: str = ""
+    """``http://127.0.0.1:PORT``: the REST door (:mod:`trainpool.emulator.rest`) while it
+    serves; it takes the storage door's secret."""
+    services: dict[str, Any] = field(default_factory=dict)
+    """Every service served, by full name (``trainpool.emulator.api.rpc.Service``): what
+    each door (gRPC, REST, v1beta1) calls."""
+    twins: Any = None
+    """The v1beta1 twins of the Vertex AI services (``trainpool.emulator.api.versions.Twins``)."""
     home: Home = field(init=False)
     db: Database = field(init=False)
     records: Records = field(init=False)
+    operations: Operations = field(init=False)
     clock: Clock = field(init=False)
     _stop_hooks: list[Callable[[], None]] = field(default_factory=list, init=False)
     _shared: dict[type, Any] = field(default_factory=dict, init=False)
@@ -58,6 +68,7 @@ class EmulatorState:
         offset = float(db.setting(CLOCK_OFFSET) or 0.0)
         self.clock = Clock(offset, on_change=lambda s: db.set_setting(CLOCK_OFFSET, repr(s)))
         self.records = Records(self.db, self.clock)
+        self.operations = Operations(self.db)
         migrate.move_old_tables(self.db, self.records)
 
     @property
@@ -75,6 +86,12 @@ class EmulatorState:
     def new_id(self, sequence: str = "resource") -> str:
         """The next id of ``sequence`` as a string ("1000", "1001", ...); survives restarts."""
         return self.db.new_id(sequence)
+
+    def finished(self, resource: str, response: Any = None) -> Any:
+        """A finished long-running operation on ``resource`` (its name is
+        ``<resource>/operations/<id>``), kept so clients can poll it; ``response`` is what
+        it returns (``Empty`` when None)."""
+        return self.operations.done(f"{resource}/operations/{self.new_id('operation')}", response)
 
     def one(self, kind: type[T], make: Callable[[], T]) -> T:
         """The one ``kind`` of this server, made by ``make()`` on first use (services that

@@ -29,7 +29,7 @@ import grpc
 import proto  # type: ignore[import-untyped]
 from google.protobuf import duration_pb2, timestamp_pb2
 
-from trainpool.emulator.api.rpc import service
+from trainpool.emulator.api.rpc import Service, service
 from trainpool.emulator.jobs.runner import Runner
 from trainpool.emulator.schedules.firer import firer_of
 from trainpool.emulator.state import EmulatorState
@@ -114,7 +114,7 @@ def advance(
     )
 
 
-def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+def handler(state: EmulatorState, runner: Runner) -> Service:
     return service(
         SERVICE,
         {

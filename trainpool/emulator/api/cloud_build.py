@@ -5,29 +5,58 @@ Builds run into the local image store (:mod:`trainpool.emulator.builds.local_bui
 
 from __future__ import annotations
 
-import grpc
+import re
+
 from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 from google.longrunning import operations_pb2
 from google.protobuf import any_pb2
 
-from trainpool.emulator.api.rpc import not_found, precondition, service
-from trainpool.emulator.builds.local_builds import LocalBuilds
+from trainpool.emulator.api.rpc import Service, not_found, precondition, service
+from trainpool.emulator.builds.local_builds import RUNNING, LocalBuilds
 from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.records.operations import pack
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
 
 SERVICE = "google.devtools.cloudbuild.v1.CloudBuild"
+_BUILD_OPERATION = re.compile(r"projects/[^/]+/operations/[^/]+")
 
 
-def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+def project_of(project_id: str, parent: str, field: str = "project_id") -> str:
+    """The project of a request that names it (``project_id``) or its ``parent``
+    (``projects/P/locations/L``: the regional form gcloud uses)."""
+    if project_id:
+        return project_id
+    parts = parent.split("/")
+    if len(parts) == 4 and parts[0] == "projects" and parts[2] == "locations" and parts[1]:
+        return parts[1]
+    raise InputError.of(
+        field, "'' is empty; accepted: a project id, or parent projects/PROJECT/locations/LOCATION"
+    )
+
+
+def build_of(project_id: str, build_id: str, name: str) -> tuple[str, str]:
+    """``(project, build id)`` of a request that names them or its ``name``
+    (``projects/P/locations/L/builds/ID``)."""
+    if project_id and build_id:
+        return project_id, build_id
+    parts = name.split("/")
+    if len(parts) == 6 and parts[0] == "projects" and parts[4] == "builds" and parts[5]:
+        return parts[1], parts[5]
+    raise InputError.of(
+        "name",
+        f"{name!r}; accepted: project_id and id, or projects/PROJECT/locations/LOCATION/builds/ID",
+    )
+
+
+def handler(state: EmulatorState, runner: Runner) -> Service:
     """The CloudBuild handler; builds a previous server left running end FAILURE."""
     builds = LocalBuilds(state)
     builds.recover()
 
     def create(request: cb.CreateBuildRequest) -> operations_pb2.Operation:
         build = request.build
-        if not request.project_id:
-            raise InputError.of("project_id", "'' is empty; accepted: a project id")
+        project = project_of(request.project_id, request.parent)
         source = build.source.storage_source
         if not source.bucket or not source.object_:
             raise InputError.of(
@@ -37,23 +66,40 @@ def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
             )
         if not build.images:
             raise InputError.of("build.images", "[]; accepted: the image names the build pushes")
-        build = builds.start(request.project_id, build)
+        build = builds.start(project, build)
         metadata = any_pb2.Any()
         metadata.Pack(cb.BuildOperationMetadata.pb(cb.BuildOperationMetadata(build=build)))
         name = f"projects/{build.project_id}/operations/{build.id}"
-        return operations_pb2.Operation(name=name, metadata=metadata)
+        return state.operations.save(operations_pb2.Operation(name=name, metadata=metadata))
+
+    def refresh(operation: operations_pb2.Operation) -> operations_pb2.Operation:
+        """A build's operation is done once the build has ended, with the build as its
+        response (Cloud Build's ``BuildOperationMetadata``/``Build``)."""
+        _, project, _, build_id = operation.name.split("/")
+        found = builds.get(project, build_id)
+        if found is None or found.status in RUNNING:
+            return operation
+        metadata = any_pb2.Any()
+        metadata.Pack(cb.BuildOperationMetadata.pb(cb.BuildOperationMetadata(build=found)))
+        return operations_pb2.Operation(
+            name=operation.name, metadata=metadata, done=True, response=pack(found)
+        )
+
+    state.operations.refresh_with(_BUILD_OPERATION.fullmatch, refresh)
 
     def get(request: cb.GetBuildRequest) -> cb.Build:
-        found = builds.get(request.project_id, request.id)
+        project, build_id = build_of(request.project_id, request.id, request.name)
+        found = builds.get(project, build_id)
         if found is None:
-            raise not_found(f"build {request.id!r} not found in project {request.project_id!r}")
+            raise not_found(f"build {build_id!r} not found in project {project!r}")
         return found
 
     def cancel(request: cb.CancelBuildRequest) -> cb.Build:
-        build = get(cb.GetBuildRequest(project_id=request.project_id, id=request.id))
-        cancelled = builds.cancel(request.project_id, request.id)
+        project, build_id = build_of(request.project_id, request.id, request.name)
+        build = get(cb.GetBuildRequest(project_id=project, id=build_id))
+        cancelled = builds.cancel(project, build_id)
         if cancelled is None:
-            raise precondition(f"build {request.id} is already {build.status.name}")
+            raise precondition(f"build {build_id} is already {build.status.name}")
         return cancelled
 
     return service(

@@ -21,7 +21,7 @@ from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 from trainpool.emulator.api import requests
-from trainpool.emulator.api.rpc import not_found, precondition, service
+from trainpool.emulator.api.rpc import Service, not_found, precondition, service
 from trainpool.emulator.jobs.failure_rules import PREEMPTIBLE_STRATEGIES
 from trainpool.emulator.jobs.runner import TERMINAL, Runner, job_spec_rest
 from trainpool.emulator.records.kinds import CUSTOM_JOBS
@@ -72,7 +72,7 @@ def preempt(runner: Runner, name: str) -> cj.CustomJob:
     return job
 
 
-def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+def handler(state: EmulatorState, runner: Runner) -> Service:
     return service(
         SERVICE,
         {"PreemptJob": (lambda r: preempt(runner, r.name), PreemptJobRequest, cj.CustomJob)},

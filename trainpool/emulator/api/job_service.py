@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hptj
 from google.cloud.aiplatform_v1.types import job_service as js
@@ -18,9 +17,8 @@ from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
-from trainpool.emulator.api.rpc import precondition, service
+from trainpool.emulator.api.rpc import Service, precondition, service
 from trainpool.emulator.jobs.runner import TERMINAL, Runner, job_spec_rest
-from trainpool.emulator.records import operations
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS
 from trainpool.emulator.records.resources import Kind
 from trainpool.emulator.state import EmulatorState
@@ -98,10 +96,10 @@ class JobService:
                 "cancel it and wait until it ends."
             )
         self.records.delete(kind, name)
-        return operations.done(f"{name}/operations/{self.state.new_id('operation')}")
+        return self.state.finished(name)
 
 
-def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+def handler(state: EmulatorState, runner: Runner) -> Service:
     """The JobService handler."""
     jobs = JobService(state, runner)
 

@@ -1,7 +1,8 @@
 """``trainpool.emulator.v1.Local``: what the emulator says of itself to its own clients.
 
-``Describe() -> {"root", "storage_env"}`` (JSON): the store this emulator serves and what
-points Cloud Storage clients at its door (``EmulatorState.storage_env``), so a client that
+``Describe() -> {"root", "storage_env", "rest_address"}`` (JSON): the store this emulator
+serves, what points Cloud Storage clients at its door (``EmulatorState.storage_env``) and
+where its REST door listens (``EmulatorState.rest_address``), so a client that
 is given only the emulator's address (``VERTEX_AI_EMULATOR_HOST``) finds the store from
 the emulator itself, never from its own ``TRAINPOOL_HOME`` (:func:`trainpool.home.served_by`
 is the client). Not a Vertex API.
@@ -23,7 +24,11 @@ SERVICE, METHOD = DESCRIBE_METHOD.strip("/").split("/")
 
 def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
     def describe(request: bytes, context: Any) -> bytes:
-        answer = {"root": str(state.root), "storage_env": state.storage_env()}
+        answer = {
+            "root": str(state.root),
+            "storage_env": state.storage_env(),
+            "rest_address": state.rest_address,
+        }
         return json.dumps(answer).encode()
 
     return grpc.method_handlers_generic_handler(

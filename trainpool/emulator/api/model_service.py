@@ -8,22 +8,21 @@ Vertex does.
 
 from __future__ import annotations
 
-import grpc
 from google.cloud.aiplatform_v1.types import model as model_types
 from google.cloud.aiplatform_v1.types import model_service as ms
 from google.longrunning import operations_pb2
 
 from trainpool.emulator.api import requests
-from trainpool.emulator.api.rpc import not_found, service
+from trainpool.emulator.api.rpc import Service, not_found, service
 from trainpool.emulator.jobs.runner import Runner
-from trainpool.emulator.records import models, operations
+from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import MODELS
 from trainpool.emulator.state import EmulatorState
 
 SERVICE = "google.cloud.aiplatform.v1.ModelService"
 
 
-def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+def handler(state: EmulatorState, runner: Runner) -> Service:
     """The ModelService handler."""
 
     def upload(request: ms.UploadModelRequest) -> operations_pb2.Operation:
@@ -36,7 +35,7 @@ def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
             state.db, state.records, request.parent, request.model, request.model_id
         )
         response = ms.UploadModelResponse(model=model.name, model_version_id=model.version_id)
-        return operations.done(f"{model.name}/operations/{state.new_id('operation')}", response)
+        return state.finished(model.name, response)
 
     def get(request: ms.GetModelRequest) -> model_types.Model:
         requests.check_name(request.name.partition("@")[0], MODELS.collection)
@@ -48,7 +47,7 @@ def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
     def delete(request: ms.DeleteModelRequest) -> operations_pb2.Operation:
         found = get(ms.GetModelRequest(name=request.name))
         state.records.delete(MODELS, found.name)
-        return operations.done(f"{found.name}/operations/{state.new_id('operation')}")
+        return state.finished(found.name)
 
     def list_models(request: ms.ListModelsRequest) -> ms.ListModelsResponse:
         found, token = requests.list_page(state.records, MODELS, request)

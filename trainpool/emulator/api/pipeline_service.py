@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import grpc
 from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types import pipeline_service as ps
 from google.cloud.aiplatform_v1.types import training_pipeline as tp
@@ -20,11 +19,10 @@ from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2, json_format
 
 from trainpool.emulator.api import requests
-from trainpool.emulator.api.rpc import already_exists, not_found, precondition, service
+from trainpool.emulator.api.rpc import Service, already_exists, not_found, precondition, service
 from trainpool.emulator.jobs.runner import Runner
 from trainpool.emulator.pipelines import jobs, training
 from trainpool.emulator.pipelines.runs import TERMINAL, PipelineRuns, runs_of
-from trainpool.emulator.records import operations
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState
@@ -127,10 +125,10 @@ class PipelineService:
                 "cancel it and wait until it ends."
             )
         self.records.delete(TRAINING_PIPELINES, pipeline.name)
-        return operations.done(f"{pipeline.name}/operations/{self.state.new_id('operation')}")
+        return self.state.finished(pipeline.name)
 
 
-def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+def handler(state: EmulatorState, runner: Runner) -> Service:
     """The PipelineService handler: PipelineJobs and TrainingPipelines."""
     pipelines = PipelineService(state, runs_of(state, runner), training.TrainingPipelines(runner))
     return service(

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import os
 
-import grpc
 from google.cloud.resourcemanager_v3.types import projects as rm
 
-from trainpool.emulator.api.rpc import service
+from trainpool.emulator.api.rpc import Service, service
 from trainpool.emulator.jobs.runner import Runner
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
@@ -45,5 +44,5 @@ def get_project(request: rm.GetProjectRequest) -> rm.Project:
     )
 
 
-def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+def handler(state: EmulatorState, runner: Runner) -> Service:
     return service(SERVICE, {"GetProject": (get_project, rm.GetProjectRequest, rm.Project)})

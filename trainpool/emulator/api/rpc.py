@@ -20,10 +20,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 
 from trainpool.emulator.api.proto_checks import check_request
 from trainpool.emulator.jobs.quota import QuotaExceeded
@@ -42,57 +44,145 @@ class RpcError(Exception):
         self.message = message
 
 
-def unary(
-    method: Callable[[Any], Any],
-    request_type: Any,
-    response_serializer: Callable[[Any], bytes],
-    name: str = "",
-) -> grpc.RpcMethodHandler:
-    """A unary-unary handler: proto-plus request in, response out, errors as statuses;
-    ``name`` (``JobService.CreateCustomJob``) is what an INTERNAL answer names."""
+@dataclass(frozen=True)
+class Method:
+    """One method of a service: ``function`` takes the proto-plus (or protobuf) request of
+    ``request_type`` and returns a ``response_type``."""
 
+    name: str
+    function: Callable[[Any], Any]
+    request_type: Any
+    response_type: Any
+
+
+@dataclass(frozen=True)
+class Service:
+    """A service the emulator serves: its full name (``google.cloud.aiplatform.v1.JobService``)
+    and its methods. Every door calls a method through :meth:`call`, so gRPC, REST and
+    v1beta1 answer with the same checks and the same errors."""
+
+    name: str
+    methods: dict[str, Method]
+
+    @property
+    def short(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+    def call(self, method: str, request: Any) -> Any:
+        """The response of ``method`` to ``request``; every failure is an :class:`RpcError`."""
+        return invoke(self.methods[method].function, request, f"{self.short}.{method}")
+
+    def grpc_handler(self) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler(
+            self.name,
+            {
+                name: _unary(self, name, method.request_type, _serializer(method.response_type))
+                for name, method in self.methods.items()
+            },
+        )
+
+
+def invoke(function: Callable[[Any], Any], request: Any, name: str = "") -> Any:
+    """``function(request)`` with the checks every request gets, its failures as
+    :class:`RpcError`: ``InputError`` INVALID_ARGUMENT, the replica quota and a full disk
+    RESOURCE_EXHAUSTED, anything else INTERNAL (logged, its text never answered).
+    ``name`` (``JobService.CreateCustomJob``) is what an INTERNAL answer names."""
+    try:
+        check_request(request)
+        return function(request)
+    except RpcError:
+        raise
+    except InputError as err:
+        raise RpcError(grpc.StatusCode.INVALID_ARGUMENT, str(err)) from err
+    except QuotaExceeded as err:
+        raise RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err)) from err
+    except Exception as err:
+        if is_disk_full(err):
+            raise RpcError(grpc.StatusCode.RESOURCE_EXHAUSTED, _disk_message(err)) from err
+        LOG.exception("%s failed", name or "a method")
+        raise RpcError(
+            grpc.StatusCode.INTERNAL,
+            f"{name or 'The method'} failed inside the emulator; its log "
+            "(emulator.log in the emulator's root) says why.",
+        ) from err
+
+
+def _serializer(response_type: Any) -> Callable[[Any], bytes]:
+    return getattr(response_type, "serialize", None) or response_type.SerializeToString
+
+
+def _unary(
+    service: Service, method: str, request_type: Any, serializer: Callable[[Any], bytes]
+) -> grpc.RpcMethodHandler:
     def call(request: Any, context: grpc.ServicerContext) -> Any:
         try:
-            check_request(request)
-            return method(request)
+            return service.call(method, request)
         except RpcError as err:
             context.abort(err.code, err.message)
-        except InputError as err:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        except QuotaExceeded as err:
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
-        except Exception as err:
-            if is_disk_full(err):
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _disk_message(err))
-            LOG.exception("%s failed", name or "a method")
-            context.abort(
-                grpc.StatusCode.INTERNAL,
-                f"{name or 'The method'} failed inside the emulator; its log "
-                "(emulator.log in the emulator's root) says why.",
-            )
 
     return grpc.unary_unary_rpc_method_handler(
-        call,
-        request_deserializer=request_type.deserialize,
-        response_serializer=response_serializer,
+        call, request_deserializer=request_type.deserialize, response_serializer=serializer
     )
 
 
-def service(name: str, methods: dict[str, tuple[Callable[[Any], Any], Any, Any]]) -> Any:
-    """The generic handler of service ``name``: ``{method: (function, RequestType,
-    ResponseType)}``; a response type is a proto-plus or protobuf message class."""
-
-    def serializer(response_type: Any) -> Callable[[Any], bytes]:
-        return getattr(response_type, "serialize", None) or response_type.SerializeToString
-
-    short = name.rsplit(".", 1)[-1]
-    return grpc.method_handlers_generic_handler(
+def service(name: str, methods: dict[str, tuple[Callable[[Any], Any], Any, Any]]) -> Service:
+    """Service ``name``: ``{method: (function, RequestType, ResponseType)}``; a response
+    type is a proto-plus or protobuf message class. A request type is proto-plus (its
+    ``deserialize``) or protobuf (wrapped in :class:`Protobuf`)."""
+    return Service(
         name,
         {
-            method: unary(function, request_type, serializer(response_type), f"{short}.{method}")
+            method: Method(method, function, _request_type(request_type), response_type)
             for method, (function, request_type, response_type) in methods.items()
         },
     )
+
+
+class Protobuf:
+    """A protobuf message class with proto-plus's ``deserialize``, ``pb`` and ``wrap``, so
+    every request type reads alike (``google.longrunning`` requests are plain protobuf)."""
+
+    def __init__(self, message_class: Any) -> None:
+        self.message_class = message_class
+        self.__name__ = message_class.__name__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.message_class(*args, **kwargs)
+
+    def deserialize(self, data: bytes) -> Any:
+        return self.message_class.FromString(data)
+
+    def pb(self, message: Any = None) -> Any:
+        return message if message is not None else self.message_class()
+
+    def wrap(self, message: Any) -> Any:
+        return message
+
+
+def new_message(message_type: Any) -> Any:
+    """An empty raw protobuf message of ``message_type`` (proto-plus, :class:`Protobuf` or
+    a protobuf class)."""
+    if isinstance(message_type, type) and issubclass(message_type, Message):
+        return message_type()
+    return message_type.pb(message_type())
+
+
+def wrap_message(message_type: Any, raw: Any) -> Any:
+    """Raw protobuf ``raw`` as ``message_type`` gives it to a method (proto-plus wraps it)."""
+    if isinstance(message_type, type) and issubclass(message_type, Message):
+        return raw
+    return message_type.wrap(raw)
+
+
+def raw_message(message: Any) -> Any:
+    """The raw protobuf message of ``message`` (proto-plus or protobuf)."""
+    return message if isinstance(message, Message) else type(message).pb(message)
+
+
+def _request_type(request_type: Any) -> Any:
+    if hasattr(request_type, "deserialize"):
+        return request_type
+    return Protobuf(request_type)
 
 
 def open_log(path: Path, threads: str) -> logging.Handler:

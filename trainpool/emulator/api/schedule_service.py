@@ -15,16 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import grpc
 from google.cloud.aiplatform_v1.types import schedule as sc
 from google.cloud.aiplatform_v1.types import schedule_service as ss
 from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
-from trainpool.emulator.api.rpc import precondition, service
+from trainpool.emulator.api.rpc import Service, precondition, service
 from trainpool.emulator.jobs.runner import Runner
-from trainpool.emulator.records import operations
 from trainpool.emulator.records.kinds import SCHEDULES
 from trainpool.emulator.schedules import changes, rules
 from trainpool.emulator.schedules.firer import Firer, firer_of
@@ -188,10 +186,10 @@ class ScheduleService:
             self.records.delete(SCHEDULES, request.name)
             dropped = self.firer.ledger.clear(request.name)
             self.firer.note(request.name, f"DELETED; {dropped} queued run(s) dropped")
-        return operations.done(f"{request.name}/operations/{self.state.new_id('operation')}")
+        return self.state.finished(request.name)
 
 
-def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+def handler(state: EmulatorState, runner: Runner) -> Service:
     """The ScheduleService handler; starts the emulator's schedule firer."""
     schedules = ScheduleService(state, firer_of(state, runner))
     return service(
