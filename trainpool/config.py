@@ -9,6 +9,9 @@ Standard library only, so the lowest layers may import it.
   when set, every Google Cloud client trainpool makes talks to the local emulator,
   at ``unix:/ABS/PATH`` (its default socket, which only its owner may use) or at
   ``127.0.0.1:PORT`` (gRPC's own target forms).
+- ``TRAINPOOL_REST_URL``: the emulator's REST door (``http://127.0.0.1:PORT``), set by
+  ``trainpool exec``; a Google URL ``https://HOST/PATH`` is ``$TRAINPOOL_REST_URL/HOST/PATH``
+  there.
 - ``TRAINPOOL_HOME``: the local store (emulator state, local Cloud Storage, local
   images), ``./.trainpool`` by default.
 """
@@ -26,6 +29,7 @@ COMPONENTS_IMAGE = os.environ.get(
 )
 
 EMULATOR_ENV = "VERTEX_AI_EMULATOR_HOST"
+REST_ENV = "TRAINPOOL_REST_URL"
 HOME_ENV = "TRAINPOOL_HOME"
 DEFAULT_HOME = ".trainpool"
 _LOOPBACK = ("127.", "localhost", "[::1]")

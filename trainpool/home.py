@@ -128,8 +128,15 @@ class Home:
 
     @property
     def storage_token(self) -> Path:
-        """The storage door's secret alone (mode 0600), for gcloud's access token file."""
+        """The doors' secret alone (mode 0600): the storage and REST doors take it, gcloud
+        sends it as its access token (``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE``)."""
         return self.root / "storage.token"
+
+    @property
+    def gcloud_config(self) -> Path:
+        """``CLOUDSDK_CONFIG`` under ``trainpool exec``: gcloud's configuration for this store
+        (:mod:`trainpool.redirect.gcloud`)."""
+        return self.root / "gcloud"
 
     @property
     def storage_uploads(self) -> Path:
@@ -177,6 +184,10 @@ class Served:
     """What points Cloud Storage clients at its door (``STORAGE_EMULATOR_HOST``, gcloud's
     endpoint and token file); empty when it serves none."""
 
+    rest_address: str = ""
+    """``http://127.0.0.1:PORT``: its REST door (the doors' secret is the store's
+    ``storage.token``)."""
+
     @property
     def storage_address(self) -> str:
         return self.storage_env.get("STORAGE_EMULATOR_HOST", "")
@@ -201,7 +212,11 @@ def served_by(address: str, timeout_s: float = 10.0) -> Served:
             ) from err
     answer = json.loads(raw)
     storage = answer.get("storage_env") or {}
-    return Served(Home(Path(answer["root"])), {str(k): str(v) for k, v in storage.items()})
+    return Served(
+        Home(Path(answer["root"])),
+        {str(k): str(v) for k, v in storage.items()},
+        str(answer.get("rest_address") or ""),
+    )
 
 
 def current(root: Path | str | None = None) -> Home:

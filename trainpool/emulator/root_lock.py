@@ -43,11 +43,15 @@ class RootLock:
     root: Path
     handle: IO[str]
 
-    def publish(self, address: str, storage_address: str | None = None) -> None:
-        """Write the pid, the gRPC address and, when served, the storage door's address."""
+    def publish(
+        self, address: str, storage_address: str | None = None, rest_address: str | None = None
+    ) -> None:
+        """Write the pid, the gRPC address and, when served, the storage and REST doors'."""
         record: dict[str, object] = {"pid": os.getpid(), "address": address}
         if storage_address:
             record["storage_address"] = storage_address
+        if rest_address:
+            record["rest_address"] = rest_address
         self.handle.seek(0)
         self.handle.truncate()
         self.handle.write(json.dumps(record) + "\n")

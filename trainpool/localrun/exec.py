@@ -39,7 +39,13 @@ def run(argv: Sequence[str], root: Path | None = None, project: str = "") -> int
                 "`trainpool emulator` without --no-storage)",
                 file=sys.stderr,
             )
-        env = environment(address, served.storage_env, project=project)
+        env = environment(
+            address,
+            served.storage_env,
+            project=project,
+            rest_address=served.rest_address,
+            home=served.home,
+        )
         env[config.HOME_ENV] = str(served.home.root)
         try:
             child = subprocess.Popen(list(argv), env=env)

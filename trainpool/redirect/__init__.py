@@ -16,10 +16,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from trainpool.config import EMULATOR_ENV
+from trainpool.config import EMULATOR_ENV, REST_ENV
+from trainpool.home import Home
+from trainpool.redirect import gcloud
 
 SITE = Path(__file__).with_name("site")
 """The folder holding the ``sitecustomize.py`` that points clients at the emulator."""
+TOKEN_FILE_ENV = "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"
+"""gcloud's token file: the doors' secret, which the REST and storage doors take."""
 POLL_ENV = "TRAINPOOL_EXEC_POLL_S"
 POLL_S = "0.5"
 """How often the SDK and GCPC's launchers poll a job on the emulator (Vertex: 5 s and 20 s;
@@ -32,16 +36,27 @@ def environment(
     *,
     project: str = "",
     base: Mapping[str, str] | None = None,
+    rest_address: str = "",
+    home: Home | None = None,
 ) -> dict[str, str]:
     """The variables that point a process's Google clients at the emulator at ``address``
     (and Cloud Storage clients at its door: ``storage_env``, what the emulator gives,
-    ``EmulatorState.storage_env``), over ``base`` (default: this process's)."""
+    ``EmulatorState.storage_env``), over ``base`` (default: this process's).
+
+    With the emulator's REST door (``rest_address``) and its store (``home``): gcloud gets
+    the store's own configuration, every API pointed at the door (:mod:`.gcloud`, written
+    here), and the doors' secret as its token; Python clients that speak HTTP find the door
+    in ``TRAINPOOL_REST_URL``."""
     env = dict(os.environ if base is None else base)
     paths = [str(SITE), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     env[EMULATOR_ENV] = address
     env.setdefault(POLL_ENV, POLL_S)
     env.update(storage_env or {})
+    if rest_address and home is not None:
+        env[REST_ENV] = rest_address
+        env[TOKEN_FILE_ENV] = str(home.storage_token)
+        env["CLOUDSDK_CONFIG"] = str(gcloud.configure(home.gcloud_config, rest_address))
     if project:
         env.setdefault("GOOGLE_CLOUD_PROJECT", project)
         env.setdefault("CLOUDSDK_CORE_PROJECT", project)

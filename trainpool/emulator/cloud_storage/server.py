@@ -162,13 +162,18 @@ class StorageServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, home: Home, port: int = 0, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(
+        self, home: Home, port: int = 0, limit: int = DEFAULT_LIMIT, secret: str = ""
+    ) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.limit = limit
         self.key = DoorKey(
-            f"http://127.0.0.1:{self.server_address[1]}", new_secret(), Path(home.storage_token)
+            f"http://127.0.0.1:{self.server_address[1]}",
+            secret or new_secret(),
+            Path(home.storage_token),
         )
-        write_private(self.key.token_file, self.key.secret + "\n")
+        if not secret:
+            write_private(self.key.token_file, self.key.secret + "\n")
         self.address = self.key.url
         objects = Objects(home.gcs, self.address)
         self.store = routes.Store(objects, Uploads(objects, home.storage_uploads, limit))
@@ -186,7 +191,7 @@ class StorageServer(ThreadingHTTPServer):
         self.store.uploads.close()
 
 
-def serve(home: Home, port: int = 0, limit: int = DEFAULT_LIMIT) -> StorageServer:
+def serve(home: Home, port: int = 0, limit: int = DEFAULT_LIMIT, secret: str = "") -> StorageServer:
     """Serve ``home``'s ``gcs/`` through the JSON API on ``127.0.0.1:port`` (0: a free port),
-    behind a fresh secret."""
-    return StorageServer(home, port, limit).start()
+    behind ``secret`` (already in ``home.storage_token``), else a fresh one written there."""
+    return StorageServer(home, port, limit, secret).start()
