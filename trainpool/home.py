@@ -40,6 +40,7 @@ class JobFiles:
 
     job.log                         the emulator's notes on the job
     workerpoolP-I.log               each replica's output
+    entries/workerpoolP-I.jsonl     each line of it with its time and stream (log entries)
     hypertune/workerpoolP-I.metrics each replica's CLOUD_ML_HP_METRIC_FILE
     home/workerpoolP-I/             each replica's HOME
     work/workerpoolP-I/             each replica's working directory, fresh at every start
@@ -56,6 +57,11 @@ class JobFiles:
 
     def replica_log(self, replica: str) -> Path:
         return self.dir / f"{replica}.log"
+
+    def replica_entries(self, replica: str) -> Path:
+        """Each line of the replica's output with its time and stream (JSON lines), what
+        Cloud Logging serves (:mod:`trainpool.emulator.cloud_logging`)."""
+        return self.dir / "entries" / f"{replica}.jsonl"
 
     def metric_file(self, replica: str = PRIMARY_REPLICA) -> Path:
         return self.dir / "hypertune" / f"{replica}.metrics"
@@ -131,6 +137,11 @@ class Home:
         """The doors' secret alone (mode 0600): the storage and REST doors take it, gcloud
         sends it as its access token (``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE``)."""
         return self.root / "storage.token"
+
+    @property
+    def written_log_entries(self) -> Path:
+        """Log entries clients wrote (Cloud Logging's ``WriteLogEntries``), JSON lines."""
+        return self.root / "logging" / "written.jsonl"
 
     @property
     def gcloud_config(self) -> Path:

@@ -136,7 +136,10 @@ def plan_launches(
         env[LOCAL_ROOT_ENV] = str(gcs_root)
         env["PYTHONUNBUFFERED"] = "1"
         log = ctx.files.replica_log(name)
-        launches.append(Launch(name, pool, argv, env, cwd, log, workdir=workdir, mounts=mounts))
+        entries = ctx.files.replica_entries(name)
+        launches.append(
+            Launch(name, pool, argv, env, cwd, log, workdir=workdir, mounts=mounts, entries=entries)
+        )
     return launches
 
 

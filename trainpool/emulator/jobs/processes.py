@@ -112,6 +112,9 @@ class Launch:
     workdir: Workdir | None = None
     mounts: Mounts | None = None
     """The replica's own mount namespace (``/gcs``), made as it starts; None: the host's."""
+    entries: Path | None = None
+    """Where each line of its output is also written as a log entry (JSON lines; the
+    guard's pumps, :mod:`trainpool.emulator.jobs.replica_guard`); None: the log only."""
 
 
 class Replica:

@@ -32,6 +32,16 @@ would cost a start of ``unshare``, ``sh`` and one ``mount`` per bind for every r
 (about 8 ms of CPU each, against 0.1 ms). A mount that fails writes why to ``FILE`` and
 exits 125, as a container runtime does when it cannot make the container.
 
+With ``"entries": FILE``, the replica's standard output and error are pipes the guard reads
+instead: every byte still goes to the log (``FILE`` of ``"log"``, as above), and every line
+also becomes one JSON line of ``entries`` (``{"t": RFC 3339 time it was read, "s": "o" or
+"e", "m": the line}``): what Vertex's logging agent makes of a container's output, a log
+entry per line with its stream (:mod:`trainpool.emulator.cloud_logging` serves them). A
+line longer than :data:`MAX_LINE` bytes is cut into several entries. Before the guard
+reports a replica's exit it reads what the replica left in its pipes, so a job that has
+ended has its output logged; what its orphans write later is logged as it comes. A write
+the disk refuses is dropped, never fatal to the guard.
+
 Starting replicas from this one process, rather than a guard process per replica, costs a
 ``fork`` of a small process per replica instead of an interpreter's start, and gives the
 emulator one stream of every replica's exit instead of a poll per replica.
@@ -45,6 +55,7 @@ import os
 import selectors
 import signal
 import sys
+import time
 
 PR_SET_PDEATHSIG = 1
 CLONE_NEWNS = 0x00020000
@@ -67,7 +78,12 @@ _RESET = ("SIGPIPE", "SIGXFSZ", "SIGXFZ", "SIGHUP", "SIGCHLD", "SIGTERM", "SIGIN
 """Dispositions a replica gets back to their defaults (Python ignores SIGPIPE and SIGXFSZ)."""
 
 _STOPS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+MAX_LINE = 256 * 1024
+"""The longest line one entry holds (Cloud Logging's limit on an entry is 256 KB)."""
 live: set[int] = set()
+selector = selectors.DefaultSelector()
+pumps: dict[int, list[Pump]] = {}
+"""A replica's pid -> the pumps of its standard output and error."""
 guard_pid = os.getpid()
 _libc: ctypes.CDLL | None = None
 
@@ -152,7 +168,92 @@ def _namespace(mounts: dict[str, object]) -> None:
     _mount(str(mounts["gcs"]), str(mounts["target"]), MS_BIND)
 
 
-def _child(request: dict[str, object], log: int, ready: int) -> None:
+class Pump:
+    """One stream of one replica: its pipe's read end, read into the log and the entries."""
+
+    def __init__(self, fd: int, stream: str, log: int, entries: int) -> None:
+        self.fd, self.stream, self.log, self.entries = fd, stream, log, entries
+        self.pending = b""
+        os.set_blocking(fd, False)
+        selector.register(fd, selectors.EVENT_READ, self)
+
+    def read(self) -> bool:
+        """Read what is there; False once the pipe has ended (the pump is then closed)."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                return True
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._lines(self.pending, final=True)
+                self.close()
+                return False
+            _write_all(self.log, chunk)
+            self._lines(self.pending + chunk)
+
+    def _lines(self, data: bytes, final: bool = False) -> None:
+        *lines, rest = data.split(b"\n")
+        if final and rest:
+            lines.append(rest)
+            rest = b""
+        while len(rest) > MAX_LINE:
+            lines.append(rest[:MAX_LINE])
+            rest = rest[MAX_LINE:]
+        self.pending = rest
+        if not lines:
+            return
+        stamp = _now()
+        out = []
+        for line in lines:
+            for start in range(0, max(len(line), 1), MAX_LINE):
+                text = line[start : start + MAX_LINE].decode("utf-8", "replace")
+                out.append(json.dumps({"t": stamp, "s": self.stream, "m": text}) + "\n")
+        _write_all(self.entries, "".join(out).encode())
+
+    def close(self) -> None:
+        try:
+            selector.unregister(self.fd)
+        except (KeyError, ValueError):
+            pass
+        os.close(self.fd)
+        os.close(self.log)
+        os.close(self.entries)
+
+
+def _now() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` whole; a full disk or any other refusal drops it (never the guard)."""
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except OSError:
+        pass
+
+
+def _pipes(request: dict[str, object], log: int) -> tuple[list[int], list[Pump]] | None:
+    """The replica's stdout and stderr write ends and the guard's pumps of them, when the
+    request asks for entries; None otherwise (output straight to the log)."""
+    if not request.get("entries"):
+        return None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+    entries = os.open(str(request["entries"]), flags, 0o666)
+    ends: list[int] = []
+    pumps: list[Pump] = []
+    for stream in ("o", "e"):
+        read, write = os.pipe2(os.O_CLOEXEC)
+        ends.append(write)
+        pumps.append(Pump(read, stream, os.dup(log), os.dup(entries)))
+    os.close(entries)
+    return ends, pumps
+
+
+def _child(request: dict[str, object], log: int, ready: int, ends: list[int] | None = None) -> None:
     """In the forked child: a session of its own, the log as output, then exec."""
     argv = [str(a) for a in request["argv"]]  # type: ignore[attr-defined]
     try:
@@ -160,8 +261,8 @@ def _child(request: dict[str, object], log: int, ready: int) -> None:
         os.close(ready)  # the guard reports the start once the group exists
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
+        os.dup2(ends[0] if ends else log, 1)
+        os.dup2(ends[1] if ends else log, 2)
         signal.set_wakeup_fd(-1)
         for name in _RESET:
             if hasattr(signal, name):
@@ -189,9 +290,11 @@ def _start(request: dict[str, object]) -> None:
     try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
         log = os.open(str(request["log"]), flags, 0o666)
+        piped = _pipes(request, log)
     except OSError as err:
         _send({"id": request["id"], "error": err.strerror or str(err), "errno": err.errno})
         return
+    ends, streams = piped if piped is not None else (None, [])
     # Blocked across the fork: a SIGTERM sent to the new group before the child has reset
     # the guard's dispositions (SIGTERM ignored) waits, instead of being lost.
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
@@ -202,6 +305,10 @@ def _start(request: dict[str, object]) -> None:
         os.close(log)
         os.close(ready)
         os.close(wait_r)
+        for end in ends or ():
+            os.close(end)
+        for pump in streams:
+            pump.close()
         _send({"id": request["id"], "error": err.strerror or str(err), "errno": err.errno})
         return
     finally:
@@ -209,12 +316,16 @@ def _start(request: dict[str, object]) -> None:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     if pid == 0:
         os.close(wait_r)
-        _child(request, log, ready)
+        _child(request, log, ready, ends)
     os.close(ready)
+    for end in ends or ():
+        os.close(end)
     os.read(wait_r, 1)  # end of file once the child is in its own session (or gone)
     os.close(wait_r)
     os.close(log)
     live.add(pid)
+    if streams:
+        pumps[pid] = streams
     _send({"id": request["id"], "pid": pid, "ticks": _ticks(pid)})
 
 
@@ -227,6 +338,9 @@ def _reap() -> None:
         if pid == 0:
             return
         live.discard(pid)
+        for pump in pumps.pop(pid, ()):  # what it wrote before it ended is logged first
+            if pump.fd in selector.get_map():
+                pump.read()
         _send({"pid": pid, "status": status})
 
 
@@ -238,12 +352,14 @@ def main(argv: list[str]) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    selector = selectors.DefaultSelector()
     selector.register(0, selectors.EVENT_READ)
     selector.register(wake_r, selectors.EVENT_READ)
     pending = b""
     while True:
         for key, _ in selector.select():
+            if isinstance(key.data, Pump):
+                key.data.read()
+                continue
             if key.fd == wake_r:
                 os.read(wake_r, 4096)
                 continue

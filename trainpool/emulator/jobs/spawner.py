@@ -83,6 +83,8 @@ class _Guard:
         }
         if launch.mounts is not None:
             request["mounts"] = dataclasses.asdict(launch.mounts)
+        if launch.entries is not None:
+            request["entries"] = str(launch.entries)
         umask = _umask()
         if umask is not None:  # the emulator restricts its umask after the guard may have started
             request["umask"] = umask
@@ -178,6 +180,8 @@ def start(launch: Launch) -> Replica:
     """
     processes.check_executable(launch)
     launch.log.parent.mkdir(parents=True, exist_ok=True)
+    if launch.entries is not None:
+        launch.entries.parent.mkdir(parents=True, exist_ok=True)
     return _guard.start(launch)
 
 
