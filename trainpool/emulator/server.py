@@ -20,16 +20,19 @@ from google.cloud.aiplatform_v1.types import custom_job as cj
 
 from trainpool.emulator import listen, private_root, root_lock
 from trainpool.emulator.api import (
+    artifact_registry,
     clock_service,
     cloud_build,
     faults_service,
     job_service,
     local_service,
+    logging_service,
     model_service,
     operations_service,
     pipeline_service,
     resource_manager,
     schedule_service,
+    service_usage,
 )
 from trainpool.emulator.api.rpc import Service, close_log, open_log
 from trainpool.emulator.api.unserved import Unserved
@@ -51,8 +54,11 @@ SERVICES: tuple[ModuleType, ...] = (
     model_service,
     schedule_service,
     operations_service,
+    logging_service,
     cloud_build,
     resource_manager,
+    service_usage,
+    artifact_registry,
     faults_service,
     local_service,
     clock_service,

@@ -50,9 +50,13 @@ class Method:
     ``request_type`` and returns a ``response_type``."""
 
     name: str
-    function: Callable[[Any], Any]
+    function: Callable[..., Any]
     request_type: Any
     response_type: Any
+    streaming: bool = False
+    """A bidirectional stream: ``function(requests, active)`` takes the requests' iterator
+    and a ``active()`` that is False once the client has gone, and yields responses.
+    Served over gRPC only (REST answers that it is not)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,9 @@ class Service:
         return grpc.method_handlers_generic_handler(
             self.name,
             {
-                name: _unary(self, name, method.request_type, _serializer(method.response_type))
+                name: (_stream if method.streaming else _unary)(
+                    self, name, method.request_type, _serializer(method.response_type)
+                )
                 for name, method in self.methods.items()
             },
         )
@@ -125,17 +131,50 @@ def _unary(
     )
 
 
-def service(name: str, methods: dict[str, tuple[Callable[[Any], Any], Any, Any]]) -> Service:
-    """Service ``name``: ``{method: (function, RequestType, ResponseType)}``; a response
+def _stream(
+    service: Service, method: str, request_type: Any, serializer: Callable[[Any], bytes]
+) -> grpc.RpcMethodHandler:
+    function = service.methods[method].function
+    where = f"{service.short}.{method}"
+
+    def call(requests: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            yield from function(requests, context.is_active)
+        except RpcError as err:
+            context.abort(err.code, err.message)
+        except InputError as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+        except Exception:
+            LOG.exception("%s failed", where)
+            context.abort(
+                grpc.StatusCode.INTERNAL,
+                f"{where} failed inside the emulator; its log (emulator.log in the "
+                "emulator's root) says why.",
+            )
+
+    return grpc.stream_stream_rpc_method_handler(
+        call, request_deserializer=request_type.deserialize, response_serializer=serializer
+    )
+
+
+def service(
+    name: str,
+    methods: dict[str, tuple[Callable[[Any], Any], Any, Any]],
+    streams: dict[str, tuple[Callable[..., Any], Any, Any]] | None = None,
+) -> Service:
+    """Service ``name``: ``{method: (function, RequestType, ResponseType)}``, and
+    ``streams`` the same for bidirectional streams (:attr:`Method.streaming`); a response
     type is a proto-plus or protobuf message class. A request type is proto-plus (its
     ``deserialize``) or protobuf (wrapped in :class:`Protobuf`)."""
-    return Service(
-        name,
-        {
-            method: Method(method, function, _request_type(request_type), response_type)
-            for method, (function, request_type, response_type) in methods.items()
-        },
-    )
+    table = {
+        method: Method(method, function, _request_type(request_type), response_type)
+        for method, (function, request_type, response_type) in methods.items()
+    }
+    for method, (function, request_type, response_type) in (streams or {}).items():
+        table[method] = Method(
+            method, function, _request_type(request_type), response_type, streaming=True
+        )
+    return Service(name, table)
 
 
 class Protobuf:

@@ -9,12 +9,16 @@ client has no REST transport.
 
 from __future__ import annotations
 
+from trainpool.emulator.api import logging_service
 from trainpool.emulator.rest.routes import Route
 
 SERVED_APIS: dict[str, tuple[tuple[str, ...], tuple[Route, ...]]] = {
     "aiplatform": (("google.cloud.aiplatform_v1", "google.cloud.aiplatform_v1beta1"), ()),
     "cloudbuild": (("google.cloud.devtools.cloudbuild_v1",), ()),
     "cloudresourcemanager": (("google.cloud.resourcemanager_v3",), ()),
+    "serviceusage": (("google.cloud.service_usage_v1",), ()),
+    "artifactregistry": (("google.cloud.artifactregistry_v1",), ()),
+    "logging": ((), logging_service.REST_ROUTES),
 }
 """API -> (generated client packages, routes given as data)."""
 GOOGLE_SUFFIX = ".googleapis.com"

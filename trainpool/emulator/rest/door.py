@@ -136,6 +136,12 @@ class _Handler(BaseHTTPRequestHandler):
         if service is None or route.method not in service.methods:
             text = unserved_message(route.service, route.method, self.server.state.services)
             return Answer.error(grpc.StatusCode.UNIMPLEMENTED, text, "NOT_EMULATED")
+        if service.methods[route.method].streaming:
+            text = (
+                f"{service.short}.{route.method} is a bidirectional stream: the emulator "
+                "serves it over gRPC only"
+            )
+            return Answer.error(grpc.StatusCode.UNIMPLEMENTED, text, "GRPC_ONLY")
         try:
             reader = Body(self.rfile, self.headers, MAX_BODY)
             body.append(reader)

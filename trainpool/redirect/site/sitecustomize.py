@@ -12,13 +12,16 @@ Cloud again once it is.
 What it changes, and why (google-cloud-aiplatform 1.x, google-api-core 2.x, GCPC 2.x):
 
 - ``google.api_core.grpc_helpers.create_channel`` (and its asyncio twin), the one channel
-  factory of every generated gRPC client: a channel to ``*aiplatform.googleapis.com``,
-  ``cloudresourcemanager.googleapis.com`` or ``cloudbuild.googleapis.com`` becomes an
-  insecure channel to the emulator. No environment variable redirects these clients: the
-  SDK and GCPC both build ``{location}-aiplatform.googleapis.com`` themselves.
+  factory of every generated gRPC client: a channel to any ``*.googleapis.com`` host
+  (``{location}-aiplatform``, ``logging``, ``cloudbuild``, ...) becomes an insecure channel to
+  the emulator, which serves what it emulates and answers everything else UNIMPLEMENTED
+  naming the service, at once. No environment variable redirects these clients: the SDK
+  and GCPC both build ``{location}-aiplatform.googleapis.com`` themselves.
 - ``google.auth.default``: a static token, no Application Default Credentials, no metadata
   server, no refresh (GCPC sends ``"Bearer " + credentials.token``, so anonymous
-  credentials, whose token is None, would not do); the project is ``GOOGLE_CLOUD_PROJECT``.
+  credentials, whose token is None, would not do): the emulator's doors' secret
+  (``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE``, what gcloud sends too), which its HTTP doors take;
+  the project is ``GOOGLE_CLOUD_PROJECT``.
 - ``aiplatform.init``: gRPC always (``init(location=...)`` without a project would switch the
   SDK to REST for good).
 - GCPC's launchers: cancel (a REST call in GCPC) and the long-running-operation REST calls
@@ -43,11 +46,8 @@ from typing import Any
 EMULATOR_ENV = "VERTEX_AI_EMULATOR_HOST"
 POLL_ENV = "TRAINPOOL_EXEC_POLL_S"
 TOKEN = "trainpool-emulator"
-EMULATED_HOSTS = (
-    "aiplatform.googleapis.com",
-    "cloudresourcemanager.googleapis.com",
-    "cloudbuild.googleapis.com",
-)
+TOKEN_FILE_ENV = "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"
+GOOGLE_APIS = "googleapis.com"
 _PATCHES: dict[str, list[Callable[[Any], None]]] = {}
 
 
@@ -56,11 +56,19 @@ def _emulator() -> str:
 
 
 def _is_emulated(target: object) -> bool:
-    host = str(target or "").split(":")[0]
-    return any(
-        host == name or host.endswith("-" + name) or host.endswith("." + name)
-        for name in EMULATED_HOSTS
-    )
+    """A Google API host (``dns:///``-prefixed or not, with or without a port)."""
+    host = str(target or "").rpartition("/")[2].split(":")[0]
+    return host == GOOGLE_APIS or host.endswith("." + GOOGLE_APIS)
+
+
+def _token() -> str:
+    """The doors' secret (the token file gcloud is given), else a placeholder."""
+    path = os.environ.get(TOKEN_FILE_ENV, "")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip() or TOKEN
+    except OSError:
+        return TOKEN
 
 
 def after_import(name: str) -> Callable[[Callable[[Any], None]], Callable[[Any], None]]:
@@ -157,7 +165,7 @@ def _credentials(module: Any) -> None:
         from google.oauth2.credentials import Credentials
 
         project = os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("CLOUDSDK_CORE_PROJECT")
-        return Credentials(token=TOKEN), project
+        return Credentials(token=_token()), project
 
     module.default = default
 
