@@ -27,6 +27,7 @@ from typing import Any
 
 from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 
+from trainpool.emulator.api.artifact_registry import push_problem
 from trainpool.emulator.records.kinds import BUILDS
 from trainpool.emulator.state import EmulatorState
 from trainpool.images import archives, context, local_store
@@ -102,7 +103,10 @@ class LocalBuilds:
         """Tag the stored image with ``build.images`` and end SUCCESS, unless cancelled meanwhile.
 
         Under the lock that Cancel takes, so a build cancelled while it ran pushes nothing
-        (as on Cloud Build): no job can then run from its image names.
+        (as on Cloud Build): no job can then run from its image names. An Artifact Registry
+        image whose repository was not created is pushed all the same, the log saying that
+        on Google Cloud the push fails
+        (:func:`trainpool.emulator.api.artifact_registry.push_problem`).
         """
         with self._lock:
             current = self.records.require(BUILDS, build.name)
@@ -110,6 +114,9 @@ class LocalBuilds:
                 log.write(f"build ended {current.status.name} while it ran: nothing pushed\n")
                 return
             for image in build.images:
+                problem = push_problem(self.state, image)
+                if problem is not None:
+                    log.write(problem + "\n")
                 local_store.tag(self.state.root, image, digest)
                 log.write(f"pushed {image}@sha256:{digest}\n")
             log.write("DONE\n")
