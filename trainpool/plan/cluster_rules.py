@@ -64,7 +64,7 @@ def _check_reducers(pools: list[dict[str, Any]], names: Namer, found: Findings) 
         )
     gpus = gpu_replicas(pools)
     if gpus == 0:
-        found.error(
+        found.advise(
             names.pool(2),
             "Reduction Server with CPU-only primary and workers; accepted: GPU primary "
             "or workers (Reduction Server speeds up NCCL all-reduce between GPU VMs)",

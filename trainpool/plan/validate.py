@@ -29,9 +29,11 @@ def check(
     launch: bool,
     allow_unknown: bool = False,
     location: str | None = None,
+    as_vertex: bool = False,
 ) -> Findings:
-    """Problems and warnings of a normalized REST spec (``location``: also where it runs)."""
-    found = Findings()
+    """Problems and warnings of a normalized REST spec (``location``: also where it runs;
+    ``as_vertex``: trainpool's advice as warnings, :meth:`Findings.advise`)."""
+    found = Findings(as_vertex=as_vertex)
     pools = spec.get("workerPoolSpecs")
     if not isinstance(pools, list) or not all(isinstance(p, dict) for p in pools):
         found.error(
@@ -61,7 +63,11 @@ def check(
 
 
 def validate_custom_job_spec(
-    spec: dict[str, Any], *, launch: bool = True, allow_unknown_machine_types: bool = False
+    spec: dict[str, Any],
+    *,
+    launch: bool = True,
+    allow_unknown_machine_types: bool = False,
+    as_vertex: bool = False,
 ) -> list[str]:
     """Warnings for a spec Vertex would accept; PlanError (every problem) for one it would not.
 
@@ -69,6 +75,8 @@ def validate_custom_job_spec(
     ``launch=False`` (a plan still waiting for its built image) a pool without an image
     and a Reduction Server without a replica count are allowed.
     ``allow_unknown_machine_types`` turns an unknown machine type into a warning.
+    ``as_vertex`` (the emulator) judges as Vertex's API does: what trainpool advises
+    against but Vertex accepts is a warning.
     """
     found = Findings()
     if not isinstance(spec, dict):
@@ -81,6 +89,7 @@ def validate_custom_job_spec(
         RestNamer(),
         launch=launch,
         allow_unknown=allow_unknown_machine_types,
+        as_vertex=as_vertex,
     )
     found.raise_if_any()
     return found.warnings

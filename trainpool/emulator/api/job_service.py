@@ -18,6 +18,7 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, precondition, service
+from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.runner import TERMINAL, Runner, job_spec_rest
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS
 from trainpool.emulator.records.resources import Kind
@@ -42,11 +43,19 @@ class JobService:
         requests.check_display_name(job.display_name, "custom_job.display_name")
         requests.check_labels(job.labels, "custom_job.labels")
         spec = job_spec_rest(job.job_spec)
-        requests.check_job_spec(spec)
+        warnings = requests.check_job_spec(spec)
         self.runner.check_quota(spec)
         job = self.runner.create(CUSTOM_JOBS, request.parent, job)
+        self._note(job.name, warnings)
         self.runner.run_custom_job(job.name, spec=spec)
         return job
+
+    def _note(self, name: str, warnings: list[str]) -> None:
+        """The request's warnings in the job's log (what Vertex accepts but would not help)."""
+        if warnings:
+            note = JobLog(self.runner.files(name).log)
+            for warning in warnings:
+                note(f"warning: {warning}")
 
     def create_tuning_job(
         self, request: js.CreateHyperparameterTuningJobRequest
@@ -56,7 +65,7 @@ class JobService:
         requests.check_display_name(job.display_name, "hyperparameter_tuning_job.display_name")
         requests.check_labels(job.labels, "hyperparameter_tuning_job.labels")
         spec = job_spec_rest(job.trial_job_spec)
-        requests.check_job_spec(spec, "hyperparameter_tuning_job.trial_job_spec")
+        warnings = requests.check_job_spec(spec, "hyperparameter_tuning_job.trial_job_spec")
         requests.check_study(
             study_spec_rest(job.study_spec),
             job.max_trial_count,
@@ -65,6 +74,7 @@ class JobService:
         )
         self.runner.check_quota(spec)
         job = self.runner.create(TUNING_JOBS, request.parent, job)
+        self._note(job.name, warnings)
         run_tuning_job(self.runner, job.name)
         return job
 

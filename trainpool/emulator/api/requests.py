@@ -121,11 +121,14 @@ def check_display_name(value: str, field: str, *, required: bool = True) -> None
         raise InputError.of(field, problem)
 
 
-def check_job_spec(spec: dict[str, Any], field: str = "custom_job.job_spec") -> None:
-    """``trainpool.plan.validate_custom_job_spec``: one rule, one place."""
+def check_job_spec(spec: dict[str, Any], field: str = "custom_job.job_spec") -> list[str]:
+    """``trainpool.plan.validate_custom_job_spec`` as Vertex judges (one rule, one place):
+    its warnings, for the job's log."""
     try:
-        validate_custom_job_spec(
-            spec, allow_unknown_machine_types=os.environ.get(ALLOW_UNKNOWN_ENV) == "1"
+        return validate_custom_job_spec(
+            spec,
+            allow_unknown_machine_types=os.environ.get(ALLOW_UNKNOWN_ENV) == "1",
+            as_vertex=True,
         )
     except PlanError as err:
         raise _under(field, err) from err
