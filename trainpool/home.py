@@ -139,6 +139,18 @@ class Home:
         return self.root / "storage.token"
 
     @property
+    def ca_bundle(self) -> Path:
+        """The public roots plus this store's emulator authority (its HTTPS proxy's), for
+        the clients ``trainpool exec`` starts; rewritten at every emulator start."""
+        return self.root / "ca-bundle.pem"
+
+    @property
+    def boto_config(self) -> Path:
+        """``BOTO_CONFIG`` under ``trainpool exec``: gsutil's configuration for this store
+        (:mod:`trainpool.redirect.https`)."""
+        return self.root / "boto.cfg"
+
+    @property
     def written_log_entries(self) -> Path:
         """Log entries clients wrote (Cloud Logging's ``WriteLogEntries``), JSON lines."""
         return self.root / "logging" / "written.jsonl"
@@ -198,6 +210,8 @@ class Served:
     rest_address: str = ""
     """``http://127.0.0.1:PORT``: its REST door (the doors' secret is the store's
     ``storage.token``)."""
+    proxy_address: str = ""
+    """``http://127.0.0.1:PORT``: its HTTPS proxy (Google's URLs answered locally)."""
 
     @property
     def storage_address(self) -> str:
@@ -227,6 +241,7 @@ def served_by(address: str, timeout_s: float = 10.0) -> Served:
         Home(Path(answer["root"])),
         {str(k): str(v) for k, v in storage.items()},
         str(answer.get("rest_address") or ""),
+        str(answer.get("proxy_address") or ""),
     )
 
 

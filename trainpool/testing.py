@@ -48,6 +48,7 @@ def emulated_vertex(root: str | Path, project: str = PROJECT) -> Iterator[Any]:
             base={},
             rest_address=running.rest_address or "",
             home=running.state.home,
+            proxy_address=running.proxy_address or "",
         )
         env[HOME_ENV] = str(running.root)
         saved = {key: os.environ.get(key) for key in env}

@@ -14,6 +14,7 @@ from concurrent import futures
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType, TracebackType
+from typing import Any
 
 import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
@@ -45,6 +46,8 @@ from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
 from trainpool.emulator.jobs.quota import default_limit, parse_limit
 from trainpool.emulator.jobs.runner import Runner, start_runner
+from trainpool.emulator.proxy import certs
+from trainpool.emulator.proxy.server import ProxyServer
 from trainpool.emulator.rest.door import RestDoor
 from trainpool.emulator.state import EmulatorState
 
@@ -94,6 +97,7 @@ class Emulator:
         storage: StorageServer | None = None,
         log: logging.Handler | None = None,
         rest: RestDoor | None = None,
+        proxy: ProxyServer | None = None,
     ) -> None:
         self.state = state
         self.runner = runner
@@ -102,9 +106,11 @@ class Emulator:
         self.port = int(self.address.rsplit(":", 1)[1]) if self.address[0].isdigit() else None
         self.storage_address = state.storage_address
         self.rest_address = rest.address if rest is not None else None
+        self.proxy_address = proxy.address if proxy is not None else None
         self._server = server
         self._storage = storage
         self._rest = rest
+        self._proxy = proxy
         self._lock = lock
         self._log = log
         self._stopped = False
@@ -119,6 +125,8 @@ class Emulator:
             self._storage.stop()
         if self._rest is not None:
             self._rest.stop()
+        if self._proxy is not None:
+            self._proxy.stop()
         self._server.stop(grace_s).wait()
         try:
             self.state.close()
@@ -197,6 +205,23 @@ def _handlers(state: EmulatorState, runner: Runner) -> list[grpc.GenericRpcHandl
     ]
 
 
+def _proxy(state: EmulatorState, door: StorageServer | None, rest: RestDoor) -> ProxyServer:
+    """The HTTPS proxy (:mod:`trainpool.emulator.proxy`): Cloud Storage's hosts to the
+    storage door, every other Google API host to the REST door; its authority's bundle
+    written to ``Home.ca_bundle``."""
+    made = certs.make(str(state.root))
+    certs.write_bundle(state.home.ca_bundle, made.authority_pem)
+    storage_hosts = ("storage.googleapis.com", "www.googleapis.com")
+
+    def serve_http(sock: Any, client: tuple[str, int], host: str) -> None:
+        if door is not None and host in storage_hosts:
+            door.RequestHandlerClass(sock, client, door)
+        else:
+            rest.RequestHandlerClass(sock, client, rest)
+
+    return ProxyServer(made.context, serve_http, state.address)
+
+
 def start(
     root: str | Path,
     port: int | None = None,
@@ -251,6 +276,7 @@ def start(
     )
     door: StorageServer | None = None
     rest: RestDoor | None = None
+    proxy: ProxyServer | None = None
     try:
         secret = new_secret()
         write_private(state.home.storage_token, secret + "\n")
@@ -267,11 +293,15 @@ def start(
         runner = start_runner(state, limit)
         server.add_generic_rpc_handlers(_handlers(state, runner))
         rest.start()
+        proxy = _proxy(state, door, rest).start()
+        state.proxy_address = proxy.address
     except BaseException:
         if door is not None:
             door.stop()
         if rest is not None:
             rest.server_close()
+        if proxy is not None:
+            proxy.stop()
         server.stop(0)
         state.close()
         close_log(log)
@@ -280,4 +310,4 @@ def start(
         raise
     server.start()
     lock.publish(state.address, state.storage_address, state.rest_address)
-    return Emulator(state, runner, server, lock, door, log, rest)
+    return Emulator(state, runner, server, lock, door, log, rest, proxy)

@@ -45,6 +45,8 @@ class EmulatorState:
     rest_address: str = ""
     """``http://127.0.0.1:PORT``: the REST door (:mod:`trainpool.emulator.rest`) while it
     serves; it takes the storage door's secret."""
+    proxy_address: str = ""
+    """``http://127.0.0.1:PORT``: the HTTPS proxy (:mod:`trainpool.emulator.proxy`)."""
     services: dict[str, Any] = field(default_factory=dict)
     """Every service served, by full name (``trainpool.emulator.api.rpc.Service``): what
     each door (gRPC, REST, v1beta1) calls."""

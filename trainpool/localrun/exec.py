@@ -45,6 +45,7 @@ def run(argv: Sequence[str], root: Path | None = None, project: str = "") -> int
             project=project,
             rest_address=served.rest_address,
             home=served.home,
+            proxy_address=served.proxy_address,
         )
         env[config.HOME_ENV] = str(served.home.root)
         try:

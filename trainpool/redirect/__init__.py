@@ -18,7 +18,7 @@ from pathlib import Path
 
 from trainpool.config import EMULATOR_ENV, REST_ENV
 from trainpool.home import Home
-from trainpool.redirect import gcloud
+from trainpool.redirect import gcloud, https
 
 SITE = Path(__file__).with_name("site")
 """The folder holding the ``sitecustomize.py`` that points clients at the emulator."""
@@ -38,6 +38,7 @@ def environment(
     base: Mapping[str, str] | None = None,
     rest_address: str = "",
     home: Home | None = None,
+    proxy_address: str = "",
 ) -> dict[str, str]:
     """The variables that point a process's Google clients at the emulator at ``address``
     (and Cloud Storage clients at its door: ``storage_env``, what the emulator gives,
@@ -46,7 +47,8 @@ def environment(
     With the emulator's REST door (``rest_address``) and its store (``home``): gcloud gets
     the store's own configuration, every API pointed at the door (:mod:`.gcloud`, written
     here), and the doors' secret as its token; Python clients that speak HTTP find the door
-    in ``TRAINPOOL_REST_URL``."""
+    in ``TRAINPOOL_REST_URL``. With its HTTPS proxy (``proxy_address``), every client that
+    speaks HTTPS to Google's own URLs reaches the emulator through it (:mod:`.https`)."""
     env = dict(os.environ if base is None else base)
     paths = [str(SITE), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
@@ -56,7 +58,10 @@ def environment(
     if rest_address and home is not None:
         env[REST_ENV] = rest_address
         env[TOKEN_FILE_ENV] = str(home.storage_token)
-        env["CLOUDSDK_CONFIG"] = str(gcloud.configure(home.gcloud_config, rest_address))
+        ca_bundle = home.ca_bundle if proxy_address else None
+        env["CLOUDSDK_CONFIG"] = str(gcloud.configure(home.gcloud_config, rest_address, ca_bundle))
+        if proxy_address:
+            env.update(https.variables(env, home, proxy_address, project))
     if project:
         env.setdefault("GOOGLE_CLOUD_PROJECT", project)
         env.setdefault("CLOUDSDK_CORE_PROJECT", project)

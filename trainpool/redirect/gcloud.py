@@ -56,9 +56,10 @@ def overrides(rest_address: str) -> dict[str, str]:
     return found
 
 
-def configure(config_dir: Path, rest_address: str) -> Path:
-    """Write the store's gcloud configuration (its overrides and quiet settings, any other
-    property already set there kept); returns ``config_dir``."""
+def configure(config_dir: Path, rest_address: str, ca_bundle: Path | None = None) -> Path:
+    """Write the store's gcloud configuration (its overrides and quiet settings, and the
+    CA bundle that trusts the emulator's HTTPS proxy; any other property already set there
+    kept); returns ``config_dir``."""
     config_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     (config_dir / "configurations").mkdir(mode=0o700, exist_ok=True)
     path = config_dir / "configurations" / f"config_{CONFIGURATION}"
@@ -66,7 +67,11 @@ def configure(config_dir: Path, rest_address: str) -> Path:
     parser.optionxform = str  # type: ignore[assignment,method-assign]
     if path.is_file():
         parser.read(path, encoding="utf-8")
-    for section, values in {**QUIET, "api_endpoint_overrides": overrides(rest_address)}.items():
+    core = {**QUIET["core"]}
+    if ca_bundle is not None:
+        core["custom_ca_certs_file"] = str(ca_bundle)
+    sections = {**QUIET, "core": core, "api_endpoint_overrides": overrides(rest_address)}
+    for section, values in sections.items():
         if not parser.has_section(section):
             parser.add_section(section)
         for key, value in values.items():

@@ -28,6 +28,7 @@ def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
             "root": str(state.root),
             "storage_env": state.storage_env(),
             "rest_address": state.rest_address,
+            "proxy_address": state.proxy_address,
         }
         return json.dumps(answer).encode()
 

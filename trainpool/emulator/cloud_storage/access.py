@@ -18,6 +18,13 @@ proves it one of two ways:
   token on every request (``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE=<root>/storage.token``).
 
 A request with neither is answered 403 before its body is read or anything is touched.
+
+Clients that hold a refresh token rather than a token (gsutil's boto configuration,
+Application Default Credentials of the ``authorized_user`` kind, TensorFlow's Cloud Storage
+file system) get one from Google's token endpoint; the doors answer it too
+(:func:`token_grant`, at the paths of :data:`TOKEN_PATHS`): the refresh token ``trainpool
+exec`` gives them is the secret, and so is the token it is exchanged for. Any other grant
+is refused as Google's endpoint refuses it (400, ``invalid_grant``).
 Standard library only.
 """
 
@@ -30,6 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SECRET_BYTES = 24
+TOKEN_PATHS = ("/token", "/oauth2/v4/token", "/oauth2/v3/token")
+"""Where Google's clients exchange a refresh token (``oauth2.googleapis.com/token``, and the
+older ``www.googleapis.com/oauth2/v4/token``)."""
+TOKEN_LIFETIME_S = 3599
 
 
 def new_secret() -> str:
@@ -84,3 +95,32 @@ class DoorKey:
             "CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE": f"{self.base}/",
             "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE": str(self.token_file),
         }
+
+
+def token_grant(secret: str, body: bytes) -> tuple[int, dict[str, object]]:
+    """Google's token endpoint for a form-encoded ``body`` (RFC 6749 section 6): the
+    secret as an access token when the refresh token is the secret, else 400
+    ``invalid_grant``/``unsupported_grant_type`` as the endpoint answers."""
+    from urllib.parse import parse_qs
+
+    form = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+    grant = form.get("grant_type", "")
+    if grant != "refresh_token":
+        return 400, {
+            "error": "unsupported_grant_type",
+            "error_description": f"the trainpool emulator issues tokens for refresh_token "
+            f"grants only, not {grant[:80]!r}; a service account key or a metadata server "
+            "are not emulated",
+        }
+    if not hmac.compare_digest(form.get("refresh_token", "").encode(), secret.encode()):
+        return 400, {
+            "error": "invalid_grant",
+            "error_description": "the refresh token is not this emulator's (trainpool exec "
+            "gives clients the one it takes)",
+        }
+    return 200, {
+        "access_token": secret,
+        "expires_in": TOKEN_LIFETIME_S,
+        "token_type": "Bearer",
+        "scope": "https://www.googleapis.com/auth/cloud-platform",
+    }

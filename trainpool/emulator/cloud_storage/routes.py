@@ -254,6 +254,13 @@ ROUTES: list[tuple[tuple[str, ...], re.Pattern[str], Handler]] = [
     (("GET",), re.compile(rf"^/download/storage/v1{_B}{_O}$"), download),
     (("POST",), re.compile(rf"^(?:/resumable)?/upload/storage/v1{_B}/o$"), upload),
     (("PUT",), re.compile(rf"^(?:/resumable)?/upload/storage/v1{_B}/o$"), continue_upload),
+    # storage.googleapis.com/BUCKET/OBJECT: an object by path (the XML API's GET), what
+    # gcloud builds submit reads a build's log with (googlecloudsdk/api_lib/cloudbuild/logs.py)
+    (
+        ("GET",),
+        re.compile(r"^/(?P<bucket>[a-z0-9][a-z0-9._-]{1,221})/(?P<object>[^?]+)$"),
+        download,
+    ),
 ]
 """``(methods, path pattern, handler)``; the first that matches serves the request. Path
 parts are matched as sent (percent-encoded) and decoded after matching."""

@@ -22,7 +22,13 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from trainpool.emulator.cloud_storage import routes
-from trainpool.emulator.cloud_storage.access import DoorKey, new_secret, write_private
+from trainpool.emulator.cloud_storage.access import (
+    TOKEN_PATHS,
+    DoorKey,
+    new_secret,
+    token_grant,
+    write_private,
+)
 from trainpool.emulator.cloud_storage.bodies import CHUNK, DEFAULT_LIMIT, Body, too_large
 from trainpool.emulator.cloud_storage.objects import ApiError, Objects, not_served
 from trainpool.emulator.cloud_storage.uploads import Uploads
@@ -57,10 +63,16 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
         pass
 
+    def _is_token_request(self) -> bool:
+        return self.command == "POST" and urlsplit(self.path).path in TOKEN_PATHS
+
     def _refusal(self) -> ApiError | None:
         """403 without the secret (not 401: a client holding anonymous credentials would try
-        to refresh them and hide this answer); 413 when ``Content-Length`` passes the limit."""
+        to refresh them and hide this answer); 413 when ``Content-Length`` passes the limit.
+        A token request proves the secret in its body (:func:`access.token_grant`)."""
         path = urlsplit(self.path).path
+        if self._is_token_request():
+            return None
         if self.server.key.admit(path, self.headers.get("Authorization")) is None:
             return ApiError(403, UNAUTHORISED, "forbidden")
         length = (self.headers.get("Content-Length") or "").strip()
@@ -109,6 +121,10 @@ class _Handler(BaseHTTPRequestHandler):
         refused = self._refusal()
         if refused is not None:
             return _error(refused)
+        if self._is_token_request():
+            body.append(Body(self.rfile, self.headers, self.server.limit))
+            status, grant = token_grant(self.server.key.secret, body[0].read())
+            return routes.Response.json(grant, status)
         path = self.server.key.admit(raw.path, self.headers.get("Authorization")) or "/"
         query = {k: v[-1] for k, v in parse_qs(raw.query, keep_blank_values=True).items()}
         body.append(Body(self.rfile, self.headers, self.server.limit))

@@ -27,6 +27,7 @@ internals.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,7 +44,7 @@ from trainpool.emulator.api.rpc import (
     wrap_message,
 )
 from trainpool.emulator.api.unserved import message as unserved_message
-from trainpool.emulator.cloud_storage.access import DoorKey
+from trainpool.emulator.cloud_storage.access import TOKEN_PATHS, DoorKey, token_grant
 from trainpool.emulator.cloud_storage.bodies import Body
 from trainpool.emulator.cloud_storage.objects import ApiError
 from trainpool.emulator.rest import errors, transcode
@@ -52,6 +53,10 @@ from trainpool.emulator.rest.routes import Routers
 from trainpool.errors import InputError
 
 _log = logging.getLogger(__name__)
+MAX_TOKEN_BODY = 64 * 1024
+TOKEN_APIS = ("oauth2", "www")
+"""Hosts of Google's token endpoint (``oauth2.googleapis.com/token``,
+``www.googleapis.com/oauth2/v4/token``)."""
 MAX_BODY = 10 << 20
 """The largest request body read (Google's front end takes 10 MiB+ for most APIs; the
 emulator's own bound)."""
@@ -119,8 +124,30 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(answer.body)
 
+    def _token(self, body: list[Body]) -> Answer:
+        """Google's token endpoint (``oauth2.googleapis.com/token``): the secret for the
+        secret (:func:`trainpool.emulator.cloud_storage.access.token_grant`)."""
+        try:
+            reader = Body(self.rfile, self.headers, MAX_TOKEN_BODY)
+            body.append(reader)
+            payload = reader.read(MAX_TOKEN_BODY)
+        except ApiError as err:
+            return Answer(
+                400,
+                json.dumps({"error": "invalid_request", "error_description": err.message}).encode(),
+            )
+        status, grant = token_grant(self.server.key.secret, payload)
+        return Answer(status, json.dumps(grant).encode())
+
     def _answer(self, body: list[Body]) -> Answer:
         raw = urlsplit(self.path)
+        token_host, token_path = _host_and_path(raw.path, self.headers.get("Host") or "")
+        if (
+            self.command == "POST"
+            and api_of(token_host) in TOKEN_APIS
+            and token_path in TOKEN_PATHS
+        ):
+            return self._token(body)
         path = self.server.key.admit(raw.path, self.headers.get("Authorization"))
         if path is None:
             return Answer.error(grpc.StatusCode.PERMISSION_DENIED, UNAUTHORISED, "FORBIDDEN")
@@ -146,11 +173,10 @@ class _Handler(BaseHTTPRequestHandler):
             reader = Body(self.rfile, self.headers, MAX_BODY)
             body.append(reader)
             payload = reader.read(MAX_BODY)
-        except ApiError as err:
+        except ApiError as err:  # 400 malformed, 413 too large: the body's own status
+            self.close_connection = True
             code = grpc.StatusCode.INVALID_ARGUMENT
-            if err.status == 413:
-                code = grpc.StatusCode.RESOURCE_EXHAUSTED
-            return Answer.error(code, err.message)
+            return Answer(err.status, errors.body(code, err.message, http=err.status))
         query = parse_qsl(raw.query, keep_blank_values=True)
         method = service.methods[route.method]
         try:

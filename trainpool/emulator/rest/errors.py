@@ -35,10 +35,13 @@ ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 DOMAIN = "trainpool.emulator"
 
 
-def body(code: grpc.StatusCode, message: str, reason: str = "", **metadata: str) -> bytes:
-    """Google's JSON error body for ``code`` and ``message``; ``reason`` adds an ErrorInfo."""
+def body(
+    code: grpc.StatusCode, message: str, reason: str = "", http: int = 0, **metadata: str
+) -> bytes:
+    """Google's JSON error body for ``code`` and ``message`` (``http``: an HTTP status other
+    than the code's, as 413 for a body too large); ``reason`` adds an ErrorInfo."""
     error: dict[str, Any] = {
-        "code": HTTP_STATUS[code],
+        "code": http or HTTP_STATUS[code],
         "message": message,
         "status": code.name,
     }

@@ -16,6 +16,7 @@ same mapping, camelCase, enums by name, or by number when the client asks
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -160,6 +161,23 @@ def parse_body(raw: bytes, where: str) -> Any:
         raise InputError.of(where, f"Invalid JSON payload received. {err}") from None
 
 
+_UNKNOWN = re.compile(r'has no field named "([^"]+)" at "([^"]+)"')
+_AT = re.compile(r'at "([^"]+)"')
+
+
+def _payload_error(text: str) -> str:
+    """protobuf's parse error in the words of Google's front end: ``Invalid JSON payload
+    received. Unknown name "foo" at 'custom_job.job_spec': Cannot find field.``"""
+    unknown = _UNKNOWN.search(text)
+    if unknown is not None:
+        at = unknown.group(2).split(".", 1)[1] if "." in unknown.group(2) else ""
+        where = f" at '{at}'" if at else ""
+        name = unknown.group(1)
+        return f'Invalid JSON payload received. Unknown name "{name}"{where}: Cannot find field.'
+    last = text.split("\n")[0].rsplit("Failed to parse ", 1)[-1]
+    return f"Invalid JSON payload received. {last}"
+
+
 def _merge(data: Any, message: Message, where: str) -> None:
     if not isinstance(data, dict):
         raise InputError.of(
@@ -168,8 +186,7 @@ def _merge(data: Any, message: Message, where: str) -> None:
     try:
         json_format.ParseDict(data, message)
     except json_format.ParseError as err:
-        text = str(err).split("\n")[0]
-        raise InputError.of(where, f"Invalid JSON payload received. {text}") from None
+        raise InputError.of(where, _payload_error(str(err))) from None
 
 
 def build(
@@ -188,6 +205,11 @@ def build(
         field = _field(descriptor, body_field)
         if field is None:
             raise InputError.of(body_field, "the rule's body field is not in the request")
+        if field.message_type is not None and not isinstance(data, dict):
+            raise InputError.of(
+                body_field,
+                f"Invalid JSON payload received. Expected an object, got {type(data).__name__}",
+            )
         _merge({field.name: data}, message, body_field)
     elif data:
         raise InputError.of("body", "this method takes no body; accepted: an empty body")

@@ -22,8 +22,9 @@ What it changes, and why (google-cloud-aiplatform 1.x, google-api-core 2.x, GCPC
   credentials, whose token is None, would not do): the emulator's doors' secret
   (``CLOUDSDK_AUTH_ACCESS_TOKEN_FILE``, what gcloud sends too), which its HTTP doors take;
   the project is ``GOOGLE_CLOUD_PROJECT``.
-- ``aiplatform.init``: gRPC always (``init(location=...)`` without a project would switch the
-  SDK to REST for good).
+- Nothing forces a transport: a client on REST (``aiplatform.init(api_transport="rest")``,
+  a gapic client's ``transport="rest"``) reaches the emulator's REST door through its HTTPS
+  proxy, which ``trainpool exec`` gives every process (``HTTPS_PROXY`` and the CA bundle).
 - GCPC's launchers: cancel (a REST call in GCPC) and the long-running-operation REST calls
   of ``ModelUploadOp``/``ModelDeleteOp`` are sent over gRPC; their 20 s polling interval,
   and the SDK's 5 s, become ``TRAINPOOL_EXEC_POLL_S`` when that is set.
@@ -168,20 +169,6 @@ def _credentials(module: Any) -> None:
         return Credentials(token=_token()), project
 
     module.default = default
-
-
-@after_import("google.cloud.aiplatform.initializer")
-def _grpc_transport(module: Any) -> None:
-    original = module._Config.init
-
-    def init(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _emulator():
-            kwargs["api_transport"] = "grpc"
-        return original(self, *args, **kwargs)
-
-    module._Config.init = init
-    if _emulator():
-        module.global_config._api_transport = "grpc"
 
 
 for _name in (

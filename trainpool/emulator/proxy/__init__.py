@@ -1,0 +1,1 @@
+"""The emulator's HTTPS proxy and its certificates (:mod:`.server`, :mod:`.certs`)."""

@@ -1,0 +1,144 @@
+"""The certificates of the emulator's HTTPS proxy: a certificate authority of one start, and
+the certificate it signs for Google's API hosts.
+
+A client reaches ``https://storage.googleapis.com`` or ``https://us-central1-aiplatform.googleapis.com``
+through the proxy (:mod:`.server`), which answers TLS for that host itself. The client
+trusts it because the commands ``trainpool exec`` starts are given a CA bundle
+(:data:`trainpool.home.Home.ca_bundle`: the public roots of certifi plus this authority)
+by the variables each client reads (``SSL_CERT_FILE``, ``REQUESTS_CA_BUNDLE``,
+``CURL_CA_BUNDLE``, gcloud's ``core/custom_ca_certs_file``, gsutil's
+``ca_certificates_file``). Nothing else trusts it.
+
+The authority is made at every start and its key is kept in memory only (the leaf's key
+is written to a 0600 file for the moment OpenSSL loads it, then removed). It may sign for
+Google's API hosts only: its name constraints permit ``googleapis.com`` and nothing else,
+so even a copy of its certificate in a bundle vouches for no other site. The leaf is
+``*.googleapis.com`` and ``googleapis.com`` (a wildcard covers one label:
+``us-central1-aiplatform``, ``storage``, ``oauth2``, ``logging``, ``www``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+GOOGLE_APIS = "googleapis.com"
+LIFETIME = datetime.timedelta(days=30)
+
+
+@dataclass(frozen=True)
+class Certificates:
+    """The authority's certificate (PEM) and a server context presenting the leaf."""
+
+    authority_pem: bytes
+    context: ssl.SSLContext
+
+
+def _name(common: str) -> x509.Name:
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "trainpool emulator"),
+            x509.NameAttribute(NameOID.COMMON_NAME, common),
+        ]
+    )
+
+
+def make(label: str) -> Certificates:
+    """A fresh authority (named with ``label``, the emulator's root) and its leaf."""
+    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name(f"trainpool emulator CA {label}"[:64])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + LIFETIME)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.NameConstraints(
+                permitted_subtrees=[x509.DNSName(GOOGLE_APIS)], excluded_subtrees=None
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(_name(f"*.{GOOGLE_APIS}"))
+        .issuer_name(ca_name)
+        .public_key(leaf_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + LIFETIME)
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(f"*.{GOOGLE_APIS}"), x509.DNSName(GOOGLE_APIS)]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    chain = leaf.public_bytes(pem) + ca.public_bytes(pem)
+    key = leaf_key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    with tempfile.TemporaryDirectory() as private:
+        os.chmod(private, 0o700)
+        cert_file, key_file = Path(private) / "leaf.pem", Path(private) / "leaf.key"
+        cert_file.write_bytes(chain)
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(key)
+        context.load_cert_chain(cert_file, key_file)
+    context.set_alpn_protocols(["http/1.1", "h2"])
+    return Certificates(ca.public_bytes(pem), context)
+
+
+def write_bundle(path: Path, authority_pem: bytes) -> Path:
+    """The public roots (certifi's) and the authority, in one PEM file at ``path``."""
+    import certifi
+
+    roots = Path(certifi.where()).read_bytes()
+    staged = path.with_name(f".{path.name}.{os.getpid()}")
+    staged.write_bytes(roots.rstrip(b"\n") + b"\n" + authority_pem)
+    os.replace(staged, path)
+    return path
