@@ -27,12 +27,18 @@ from typing import Any
 
 from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 
+from trainpool.cluster_env.gcs import to_path
 from trainpool.emulator.api.artifact_registry import push_problem
 from trainpool.emulator.records.kinds import BUILDS
 from trainpool.emulator.state import EmulatorState
 from trainpool.images import archives, context, local_store
 
 HOLD_ENV = "TRAINPOOL_EMULATOR_BUILD_HOLD_S"
+LOGS_FOLDER = "gs://{project}_cloudbuild/logs"
+"""Where a build's log goes when the request names no logs bucket. Cloud Build's default is
+``gs://[PROJECT_NUMBER].cloudbuild-logs.googleusercontent.com`` (Build.logs_bucket,
+cloudbuild.proto), a name Cloud Storage keeps for Google ("cannot contain google"); the
+emulator uses the bucket ``gcloud builds submit`` already made for the project's sources."""
 Status = cb.Build.Status
 RUNNING = (Status.PENDING, Status.QUEUED, Status.WORKING)
 RESTART_DETAIL = (
@@ -76,25 +82,49 @@ class LocalBuilds:
         build.project_id = project
         build.name = build_name(project, build.id)
         build.status = Status.QUEUED
+        build.create_time = self.state.clock.now()
+        if not build.logs_bucket:
+            build.logs_bucket = LOGS_FOLDER.format(project=project)
         log_file = self.state.home.build_log(build.id)
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        log_file.touch()
+        logged = self._log_object(build)
+        logged.parent.mkdir(parents=True, exist_ok=True)
+        logged.touch()
+        log_file.unlink(missing_ok=True)
+        log_file.symlink_to(logged)
         build.log_url = log_file.as_uri()
         self.records.insert(BUILDS, f"projects/{project}", build)
         threading.Thread(target=self._run, args=(build, log_file), daemon=True).start()
         return build
 
+    def _log_object(self, build: cb.Build) -> Path:
+        """Where the build's log is in the store: ``<logs bucket>/log-<id>.txt``, as Cloud
+        Build writes it and ``gcloud builds submit`` reads it
+        (google-cloud-sdk ``api_lib/cloudbuild/logs.py``, ``GCSLogTailer.FromBuild``)."""
+        return Path(
+            to_path(
+                f"{build.logs_bucket.rstrip('/')}/log-{build.id}.txt",
+                self.state.home.gcs,
+                "build.logs_bucket",
+            )
+        )
+
     def _run(self, build: cb.Build, log_file: Path) -> None:
         if self._stopping.wait(self.hold_s):
             return  # the server stops: the next one records this build FAILURE
-        if self._set(build, status=Status.WORKING) is None:
+        if self._set(build, status=Status.WORKING, start_time=self.state.clock.now()) is None:
             return
         with log_file.open("a") as log:
             try:
                 digest, not_run = self._build(build, log)
             except Exception as err:  # a failed build is recorded, never raised
                 log.write(f"ERROR: {err}\n")
-                self._set(build, status=Status.FAILURE, status_detail=str(err))
+                self._set(
+                    build,
+                    status=Status.FAILURE,
+                    status_detail=str(err),
+                    finish_time=self.state.clock.now(),
+                )
                 return
             log.write(f"RUN steps not executed by the local builder: {not_run or 'none'}\n")
             self._push(build, digest, log)
@@ -123,6 +153,7 @@ class LocalBuilds:
 
             def success(record: Any) -> None:
                 record.status = Status.SUCCESS
+                record.finish_time = self.state.clock.now()
                 record.results = cb.Results(
                     images=[cb.BuiltImage(name=i, digest=f"sha256:{digest}") for i in build.images]
                 )
@@ -134,9 +165,14 @@ class LocalBuilds:
         from google.cloud import storage  # type: ignore[attr-defined]
 
         source = build.source.storage_source
-        log.write(f"fetching gs://{source.bucket}/{source.object_}\n")
-        blob = storage.Client(project=build.project_id).bucket(source.bucket).blob(source.object_)
-        data = blob.download_as_bytes()
+        where = f"gs://{source.bucket}/{source.object_}"
+        log.write(f"fetching {where}\n")
+        local = Path(to_path(where, self.state.home.gcs, "build.source.storage_source"))
+        if local.is_file():  # in this emulator's store (gcloud builds submit put it there)
+            data = local.read_bytes()
+        else:  # elsewhere: google-cloud-storage (STORAGE_EMULATOR_HOST, if set, says where)
+            client = storage.Client(project=build.project_id)
+            data = client.bucket(source.bucket).blob(source.object_).download_as_bytes()
         build_args = {}
         for step in build.steps:
             for arg in step.args:
@@ -144,7 +180,6 @@ class LocalBuilds:
                     key, _, value = arg.removeprefix("--build-arg=").partition("=")
                     build_args[key] = value
         with tempfile.TemporaryDirectory() as tmp:
-            where = f"gs://{source.bucket}/{source.object_}"
             if len(data) > archives.MAX_BYTES:
                 raise archives.UnsafeArchive(
                     f"{where}: {len(data):,} bytes; accepted: at most {archives.MAX_BYTES:,}"
@@ -172,6 +207,7 @@ class LocalBuilds:
 
         def cancelled(record: Any) -> None:
             record.status = Status.CANCELLED
+            record.finish_time = self.state.clock.now()
 
         with self._lock:
             build = self.records.require(BUILDS, build_name(project, build_id))
