@@ -14,6 +14,8 @@ from google.protobuf import any_pb2
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service
 from trainpool.emulator.builds.local_builds import RUNNING, LocalBuilds
 from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.records import paging
+from trainpool.emulator.records.kinds import BUILDS
 from trainpool.emulator.records.operations import pack
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
@@ -102,10 +104,30 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
             raise precondition(f"build {build_id} is already {build.status.name}")
         return cancelled
 
+    def list_builds(request: cb.ListBuildsRequest) -> cb.ListBuildsResponse:
+        """Newest first, as Cloud Build lists them (``gcloud builds list``)."""
+        project = project_of(request.project_id, request.parent)
+        if request.filter:
+            raise InputError.of(
+                "filter",
+                f"{request.filter[:200]!r}: the emulator does not filter builds; accepted: '' "
+                "(gcloud's --filter filters on the client)",
+            )
+        size = paging.page_size(request.page_size)
+        start = paging.page_after(request.page_token)
+        prefix = f"projects/{project}/builds/"
+        names = [n for n in state.records.names(BUILDS) if n.startswith(prefix)][::-1]
+        page = [builds.get(project, n.rsplit("/", 1)[1]) for n in names[start : start + size]]
+        token = str(start + size) if start + size < len(names) else ""
+        return cb.ListBuildsResponse(
+            builds=[b for b in page if b is not None], next_page_token=token
+        )
+
     return service(
         SERVICE,
         {
             "CreateBuild": (create, cb.CreateBuildRequest, operations_pb2.Operation),
+            "ListBuilds": (list_builds, cb.ListBuildsRequest, cb.ListBuildsResponse),
             "GetBuild": (get, cb.GetBuildRequest, cb.Build),
             "CancelBuild": (cancel, cb.CancelBuildRequest, cb.Build),
         },

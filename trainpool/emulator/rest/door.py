@@ -76,7 +76,7 @@ class Answer:
 
     @classmethod
     def error(cls, code: grpc.StatusCode, text: str, reason: str = "", **meta: str) -> Answer:
-        return cls(errors.HTTP_STATUS[code], errors.body(code, text, reason, **meta))
+        return cls(errors.HTTP_STATUS[code], errors.body(code, text, reason, metadata=meta))
 
 
 def _host_and_path(path: str, host_header: str) -> tuple[str, str]:

@@ -36,7 +36,11 @@ DOMAIN = "trainpool.emulator"
 
 
 def body(
-    code: grpc.StatusCode, message: str, reason: str = "", http: int = 0, **metadata: str
+    code: grpc.StatusCode,
+    message: str,
+    reason: str = "",
+    http: int = 0,
+    metadata: dict[str, str] | None = None,
 ) -> bytes:
     """Google's JSON error body for ``code`` and ``message`` (``http``: an HTTP status other
     than the code's, as 413 for a body too large); ``reason`` adds an ErrorInfo."""
@@ -47,6 +51,6 @@ def body(
     }
     if reason:
         error["details"] = [
-            {"@type": ERROR_INFO, "reason": reason, "domain": DOMAIN, "metadata": metadata}
+            {"@type": ERROR_INFO, "reason": reason, "domain": DOMAIN, "metadata": metadata or {}}
         ]
     return json.dumps({"error": error}, indent=2).encode("utf-8")
