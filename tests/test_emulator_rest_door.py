@@ -218,6 +218,24 @@ def test_a_malformed_request_is_refused_naming_what_is_wrong(
     assert "Traceback" not in message
 
 
+def test_what_no_client_would_send_is_refused_too(emu: emulator.Emulator) -> None:
+    """What the official REST clients refuse to send, sent raw: a Duration beyond
+    protobuf's range, and ``..`` in a resource name."""
+    job = {
+        "displayName": "never-made",
+        "jobSpec": {"workerPoolSpecs": [POOL], "scheduling": {"timeout": "1000000000000000s"}},
+    }
+    message = error(call(emu, "POST", f"/v1/{PARENT}/customJobs", job), 400, "INVALID_ARGUMENT")
+    assert "timeout" in message
+    dots = call(emu, "GET", "/v1/projects/../locations/us-central1/customJobs")
+    assert dots[0] in (400, 404) and "error" in dots[1]
+    dots = call(emu, "GET", f"/v1/{PARENT}/customJobs/..")
+    assert dots[0] in (400, 404) and "error" in dots[1]
+    never = "display_name%3D%22never-made%22"
+    status, listed = call(emu, "GET", f"/v1/{PARENT}/customJobs?filter={never}")
+    assert status == 200 and listed == {}, "nothing was created"
+
+
 def test_a_too_large_body_is_refused_before_it_is_read(emu: emulator.Emulator) -> None:
     host, port = emu.rest_address.removeprefix("http://").split(":")
     connection = http.client.HTTPConnection(host, int(port), timeout=30)
