@@ -18,7 +18,7 @@ SERVED_APIS: dict[str, tuple[tuple[str, ...], tuple[Route, ...]]] = {
     "cloudresourcemanager": (("google.cloud.resourcemanager_v3",), ()),
     "serviceusage": (("google.cloud.service_usage_v1",), ()),
     "artifactregistry": (("google.cloud.artifactregistry_v1",), ()),
-    "logging": ((), logging_service.REST_ROUTES),
+    "logging": (("google.cloud.logging_v2",), logging_service.REST_ROUTES),
 }
 """API -> (generated client packages, routes given as data)."""
 GOOGLE_SUFFIX = ".googleapis.com"

@@ -1,0 +1,232 @@
+"""The emulator's coverage page, ``docs/emulator-coverage.md``, generated from what it serves.
+
+Every method of every Google API the emulator answers is listed from the installed Google
+clients (their gRPC stubs and REST rules: :mod:`trainpool.emulator.rest.routes`), and its
+state read from the emulator's own service table (a started emulator's
+``EmulatorState.services``): **served**, **refused** (answered UNIMPLEMENTED with a reason of
+its own, :data:`trainpool.emulator.api.unserved.REFUSED`) or **not emulated** (answered
+UNIMPLEMENTED naming it, REST 501). Vertex AI services of which the emulator serves nothing
+are listed by name. The gcloud commands that the test suite runs are listed with the test
+that runs them (:data:`GCLOUD_COMMANDS`; ``tests/test_emulator_coverage.py`` checks each is
+in its test, and that the page is what this module writes). LocalStack's coverage pages
+are the model.
+
+``python3 -m trainpool.emulator.coverage [--check]`` writes the page (or exits 1 when the
+checked-in page differs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from trainpool.emulator.api.unserved import REFUSED
+from trainpool.emulator.cloud_storage.routes import ROUTES
+from trainpool.emulator.rest.apis import SERVED_APIS
+from trainpool.emulator.rest.routes import Route, methods_of, package_routes
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "emulator-coverage.md"
+GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    (
+        "gcloud ai custom-jobs create --worker-pool-spec=... (x3, a Reduction Server)",
+        "runs the job; reducers listed in CLUSTER_SPEC, not started",
+        "tests/test_redirect_gcloud.py",
+    ),
+    ("gcloud ai custom-jobs create --config=FILE", "runs the job", "tests/test_redirect_gcloud.py"),
+    ("gcloud ai custom-jobs list / describe / cancel", "served", "tests/test_redirect_gcloud.py"),
+    (
+        "gcloud ai custom-jobs stream-logs JOB",
+        "the replicas' lines from Cloud Logging",
+        "tests/test_emulator_api_logging_service.py",
+    ),
+    (
+        "gcloud ai hp-tuning-jobs create --config=FILE",
+        "runs the sweep",
+        "tests/test_redirect_gcloud.py",
+    ),
+    ("gcloud ai models upload / list", "served", "tests/test_redirect_gcloud.py"),
+    (
+        "gcloud logging read FILTER",
+        "served (the Logging query language)",
+        "tests/test_emulator_api_logging_service.py",
+    ),
+    (
+        "gcloud builds submit --tag IMAGE DIR",
+        "builds into the local image store; log streamed",
+        "tests/test_redirect_gcloud.py",
+    ),
+    (
+        "gcloud builds submit --config cloudbuild.yaml DIR",
+        "builds into the local image store",
+        "tests/test_redirect_gcloud.py",
+    ),
+    ("gcloud builds list", "served", "tests/test_redirect_gcloud.py"),
+    (
+        "gcloud services enable / list --enabled / disable",
+        "recorded per project",
+        "tests/test_emulator_api_service_usage.py",
+    ),
+    (
+        "gcloud artifacts repositories create / list / describe / delete",
+        "recorded per project",
+        "tests/test_emulator_api_artifact_registry.py",
+    ),
+    (
+        "gcloud storage cp / ls / cat / rm",
+        "the local store",
+        "tests/test_emulator_cloud_storage_gcloud.py",
+    ),
+    (
+        "gsutil mb / cp / ls / cat / rm",
+        "the local store (through the HTTPS proxy)",
+        "tests/test_redirect_https.py",
+    ),
+    ("gcloud auth print-access-token", "the doors' secret", "tests/test_redirect_gcloud.py"),
+    (
+        "gcloud pubsub topics create (any API not served)",
+        "fails at once, naming the API",
+        "tests/test_redirect_gcloud.py",
+    ),
+)
+"""``(command as typed, what the emulator does, the test that types it)``."""
+VERSIONED = ("google.cloud.aiplatform.v1.", "google.cloud.aiplatform.v1beta1.")
+
+
+def _short(service: str) -> str:
+    return service.rsplit(".", 1)[-1]
+
+
+def _served() -> dict[str, set[str]]:
+    """Service -> methods of a started emulator's table (v1beta1 twins included)."""
+    from trainpool.emulator import start
+
+    with tempfile.TemporaryDirectory() as root, start(Path(root) / "store", storage=False) as emu:
+        table = {name: set(s.methods) for name, s in emu.state.services.items()}
+        for name in emu.state.twins.names():
+            twin = emu.state.twins.get(name)
+            if twin is not None:
+                table[name] = set(twin.methods)
+    return table
+
+
+def _state(served: dict[str, set[str]], service: str, method: str) -> str:
+    if method in served.get(service, ()):
+        return "served"
+    if f"{service}/{method}" in REFUSED:
+        return f"refused: {REFUSED[f'{service}/{method}']}"
+    return "not emulated"
+
+
+def _http(routes: list[Route]) -> dict[tuple[str, str], str]:
+    first: dict[tuple[str, str], str] = {}
+    for route in routes:
+        first.setdefault((route.service, route.method), f"`{route.verb} {route.template.text}`")
+    return first
+
+
+def _api_section(api: str, served: dict[str, set[str]]) -> list[str]:
+    packages, extra = SERVED_APIS[api]
+    methods: list[tuple[str, str]] = []
+    routes: list[Route] = list(extra)
+    for package in packages:
+        methods += methods_of(package)
+        routes += package_routes(package)
+    methods += [(r.service, r.method) for r in extra]
+    http = _http(routes)
+    by_service: dict[str, list[str]] = defaultdict(list)
+    for service, method in dict.fromkeys(methods):
+        by_service[service].append(method)
+    lines = [f"## `{api}.googleapis.com`", ""]
+    idle: list[str] = []
+    for service in sorted(by_service):
+        names = sorted(set(by_service[service]))
+        states = {m: _state(served, service, m) for m in names}
+        count = sum(s == "served" for s in states.values())
+        if count == 0:
+            idle.append(f"| `{service}` | {len(names)} |")
+            continue
+        lines += [f"### `{service}`: {count} of {len(names)} methods served", ""]
+        lines += ["| method | HTTP | state |", "|---|---|---|"]
+        lines += [f"| {m} | {http.get((service, m), 'gRPC only')} | {states[m]} |" for m in names]
+        lines.append("")
+    if idle:
+        lines += [
+            "### Services of this API the emulator does not serve",
+            "",
+            "Every method answers UNIMPLEMENTED (REST 501) naming it.",
+            "",
+            "| service | methods |",
+            "|---|---|",
+            *idle,
+            "",
+        ]
+    return lines
+
+
+def render() -> str:
+    served = _served()
+    lines = [
+        "# What the emulator serves",
+        "",
+        "<!-- generated by `python3 -m trainpool.emulator.coverage`; "
+        "tests/test_emulator_coverage.py fails when it drifts -->",
+        "",
+        "Every method of every Google API the emulator answers, from the installed Google "
+        "clients (their gRPC stubs and HTTP rules), and what the emulator does with it, from "
+        "its own service table. The same method is served on every door: gRPC "
+        "(`VERTEX_AI_EMULATOR_HOST`), REST (`$TRAINPOOL_REST_URL/HOST/PATH`, and Google's own "
+        "URLs through the HTTPS proxy under `trainpool exec`); v1beta1 where v1 is served.",
+        "",
+        "- **served**: answered as the API defines it (see the README for the emulator's "
+        "rules and their sources).",
+        "- **refused**: answered UNIMPLEMENTED with the reason shown.",
+        "- **not emulated**: answered UNIMPLEMENTED (REST 501) at once, naming the method "
+        "and its service.",
+        "- An API not on this page (`compute.googleapis.com`, `pubsub.googleapis.com`, ...): "
+        "403 `SERVICE_DISABLED` naming it over REST and through the proxy, UNIMPLEMENTED "
+        "over gRPC; never a call to Google.",
+        "",
+    ]
+    for api in SERVED_APIS:
+        lines += _api_section(api, served)
+    lines += [
+        "## Cloud Storage (the storage door, JSON API)",
+        "",
+        "`STORAGE_EMULATOR_HOST`; `storage.googleapis.com` and `www.googleapis.com` through "
+        "the proxy. Any other request answers 501 naming it.",
+        "",
+        "| HTTP | path |",
+        "|---|---|",
+    ]
+    lines += [f"| {' '.join(methods)} | `{pattern.pattern}` |" for methods, pattern, _ in ROUTES]
+    lines += [
+        "",
+        "## gcloud and gsutil commands the tests run",
+        "",
+        "| command, as typed | what the emulator does | test |",
+        "|---|---|---|",
+    ]
+    lines += [f"| `{c}` | {what} | `{test}` |" for c, what, test in GCLOUD_COMMANDS]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="write docs/emulator-coverage.md")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the page is stale")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
+        if current != text:
+            print(f"{PAGE} is stale: run python3 -m trainpool.emulator.coverage", file=sys.stderr)
+            return 1
+        return 0
+    PAGE.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
