@@ -136,6 +136,17 @@ def emulator_command(
         )
         for name, value in emu.storage_env().items():
             typer.echo(f"export {name}={value}", err=True)
+    if emu.rest_address:
+        typer.echo(
+            f"REST door listening on {emu.rest_address} (Google's URLs as "
+            f"{emu.rest_address}/HOST/PATH; owner only: Authorization: Bearer <the secret>)"
+        )
+        typer.echo(f"export TRAINPOOL_REST_URL={emu.rest_address}", err=True)
+    if emu.proxy_address:
+        typer.echo(
+            f"HTTPS proxy listening on {emu.proxy_address} (Google's own URLs; `trainpool exec "
+            "-- COMMAND` gives a command every variable it needs)"
+        )
     stopping.wait()
     emu.stop()
 

@@ -1,0 +1,256 @@
+"""The REST door beside gRPC under load, and gcloud's time against the emulator.
+
+Run: ``python3 benchmarks/bench_rest.py [--clients 20] [--jobs 20] [--gcloud 5]``.
+
+One emulator server (``trainpool emulator``, a process of its own). Then, in turn, gRPC and
+REST: ``--clients`` client processes with the official ``JobServiceClient`` (its gRPC
+transport on the emulator's socket, or its REST transport on the REST door, with the doors'
+secret as the token), started and ready before the clock starts, each creating ``--jobs``
+CustomJobs (one replica running ``true``) with a GetCustomJob and a ListCustomJobs (its own
+label, a page of 10) after each Create. Prints p50 / p99 of Create, Get and List for each
+transport, side by side, and how long each took. The two runs share the machine, so they
+are run one after the other, gRPC first, with the same load.
+
+Then ``--gcloud`` times, under ``trainpool exec``'s environment: ``gcloud ai custom-jobs
+create --config`` followed by ``gcloud ai custom-jobs describe``, and, for comparison, the
+same number of ``gcloud config get-value project`` (gcloud's start-up, no request at all):
+gcloud's own start-up is most of a command's time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PARENT = "projects/bench/locations/us-central1"
+JOB = {
+    "display_name": "rest-bench",
+    "job_spec": {
+        "worker_pool_specs": [
+            {
+                "replica_count": 1,
+                "machine_spec": {"machine_type": "n1-standard-4"},
+                "container_spec": {"image_uri": "local/none", "command": ["true"]},
+            }
+        ]
+    },
+}
+
+
+def make_client(transport: str) -> Any:
+    from google.cloud import aiplatform_v1
+
+    if transport == "grpc":
+        from trainpool.vertex.clients import job_client
+
+        return job_client("us-central1")
+    from google.oauth2.credentials import Credentials
+
+    rest = aiplatform_v1.services.job_service.transports.rest.JobServiceRestTransport
+    host = os.environ["BENCH_REST"].removeprefix("http://")
+    token = Path(os.environ["BENCH_TOKEN_FILE"]).read_text().strip()
+    return aiplatform_v1.JobServiceClient(
+        transport=rest(
+            host=f"{host}/us-central1-aiplatform.googleapis.com",
+            credentials=Credentials(token=token),
+            url_scheme="http",
+        )
+    )
+
+
+def client_main(index: int, jobs: int, transport: str) -> None:
+    client = make_client(transport)
+    label = f"{transport}{index}"
+    job = {**JOB, "labels": {"client": label}}
+    client.list_custom_jobs(request={"parent": PARENT, "page_size": 1})
+    print("ready", flush=True)
+    sys.stdin.readline()
+    times: dict[str, list[float]] = {"create": [], "get": [], "list": []}
+
+    def timed(kind: str, call: Any, **request: Any) -> Any:
+        began = time.perf_counter()
+        result = call(request=request)
+        times[kind].append(time.perf_counter() - began)
+        return result
+
+    names: list[str] = []
+    mine = f'labels.client="{label}"'
+    for i in range(jobs):
+        names.append(timed("create", client.create_custom_job, parent=PARENT, custom_job=job).name)
+        timed("get", client.get_custom_job, name=names[i // 2])
+        timed("list", client.list_custom_jobs, parent=PARENT, filter=mine, page_size=10)
+    print(json.dumps(times), flush=True)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def load(args: argparse.Namespace, env: dict[str, str], transport: str) -> dict[str, Any]:
+    clients = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--client", str(i), "--jobs", str(args.jobs)]
+            + ["--transport", transport],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for i in range(args.clients)
+    ]
+    for proc in clients:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    began = time.perf_counter()
+    for proc in clients:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    merged: dict[str, list[float]] = {"create": [], "get": [], "list": []}
+    for proc in clients:
+        assert proc.stdout is not None
+        for kind, values in json.loads(proc.stdout.readline()).items():
+            merged[kind] += values
+        proc.wait()
+    return {"wall": time.perf_counter() - began, "times": merged}
+
+
+def gcloud_times(args: argparse.Namespace, root: Path, tmp: Path) -> None:
+    gcloud = shutil.which("gcloud")
+    if gcloud is None or args.gcloud < 1:
+        print("gcloud: not installed here, not timed")
+        return
+    config = tmp / "job.yaml"
+    config.write_text(
+        "workerPoolSpecs:\n  - machineSpec: {machineType: n1-standard-4}\n    replicaCount: 1\n"
+        "    containerSpec: {imageUri: local/none, command: ['true']}\n"
+    )
+    exec_ = [
+        sys.executable,
+        "-m",
+        "trainpool.cli",
+        "exec",
+        "--root",
+        str(root),
+        "--project",
+        "bench",
+        "--",
+    ]
+    env = subprocess.run(
+        [*exec_, sys.executable, "-c", "import os, json; print(json.dumps(dict(os.environ)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    environ = json.loads(env.stdout)
+    region = "--region=us-central1"
+
+    def timed(argv: list[str]) -> tuple[float, str]:
+        began = time.perf_counter()
+        done = subprocess.run(argv, env=environ, capture_output=True, text=True, check=True)
+        return time.perf_counter() - began, done.stdout
+
+    create, describe, idle = [], [], []
+    for _ in range(args.gcloud):
+        took, out = timed(
+            [
+                gcloud,
+                "ai",
+                "custom-jobs",
+                "create",
+                region,
+                "--display-name=g",
+                f"--config={config}",
+                "--format=value(name)",
+            ]
+        )
+        create.append(took)
+        job = out.strip().rsplit("/", 1)[1]
+        describe.append(
+            timed([gcloud, "ai", "custom-jobs", "describe", job, region, "--format=value(state)"])[
+                0
+            ]
+        )
+        idle.append(timed([gcloud, "config", "get-value", "project"])[0])
+    both = [c + d for c, d in zip(create, describe, strict=True)]
+    start = statistics.median(idle)
+    print(f"gcloud, {args.gcloud} times each (median, min-max), under trainpool exec:")
+    for name, values in (
+        ("create", create),
+        ("describe", describe),
+        ("create + describe", both),
+        ("config get-value (start-up only)", idle),
+    ):
+        print(
+            f"  {name:34} {statistics.median(values):6.2f} s  ({min(values):.2f}-{max(values):.2f})"
+        )
+    print(
+        f"  gcloud's start-up is {2 * start / statistics.median(both):.0%} of create + describe "
+        f"({2 * start:.2f} of {statistics.median(both):.2f} s)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--jobs", type=int, default=20)
+    parser.add_argument("--gcloud", type=int, default=5)
+    parser.add_argument("--transport", default="grpc", help=argparse.SUPPRESS)
+    parser.add_argument("--client", type=int, default=-1, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.client >= 0:
+        client_main(args.client, args.jobs, args.transport)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-rest-") as tmp:
+        root = Path(tmp) / "root"
+        server = subprocess.Popen(
+            [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(root)],
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert server.stdout is not None
+        lines = [server.stdout.readline() for _ in range(3)]
+        address = lines[0].split()[5]
+        rest = next(line.split()[4] for line in lines if line.startswith("REST door"))
+        env = dict(
+            os.environ,
+            VERTEX_AI_EMULATOR_HOST=address,
+            BENCH_REST=rest,
+            BENCH_TOKEN_FILE=str(root / "storage.token"),
+        )
+        try:
+            results = {t: load(args, env, t) for t in ("grpc", "rest")}
+            print(
+                f"{args.clients} clients x {args.jobs} jobs, each Create followed by a Get "
+                "and a List"
+            )
+            print(f"{'':8}{'gRPC p50':>10}{'p99':>8}{'REST p50':>12}{'p99':>8}  (ms)")
+            for kind in ("create", "get", "list"):
+                row = []
+                for transport in ("grpc", "rest"):
+                    values = results[transport]["times"][kind]
+                    row += [percentile(values, 0.5) * 1000, percentile(values, 0.99) * 1000]
+                print(f"{kind:8}{row[0]:10.1f}{row[1]:8.1f}{row[2]:12.1f}{row[3]:8.1f}")
+            print(
+                f"all calls done in: gRPC {results['grpc']['wall']:.1f} s, "
+                f"REST {results['rest']['wall']:.1f} s"
+            )
+            gcloud_times(args, root, Path(tmp))
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
