@@ -83,12 +83,9 @@ def boto_config(home: Home, proxy_address: str, secret: str, project: str) -> Pa
 
 def adc(home: Home, secret: str) -> Path:
     """Application Default Credentials whose refresh token is the secret."""
-    credentials = {
-        "type": "authorized_user",
-        "client_id": CLIENT_ID,
-        "client_secret": CLIENT_ID,
-        "refresh_token": secret,
-    }
+    credentials = dict(
+        type="authorized_user", client_id=CLIENT_ID, client_secret=CLIENT_ID, refresh_token=secret
+    )
     return _write_private(
         home.gcloud_config / "application_default_credentials.json", json.dumps(credentials)
     )
