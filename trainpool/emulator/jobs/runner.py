@@ -31,7 +31,7 @@ from trainpool.emulator.jobs.launches import JobContext
 from trainpool.emulator.jobs.processes import Replica
 from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
 from trainpool.emulator.jobs.replicas import Outcome
-from trainpool.emulator.records.database import keep_id
+from trainpool.emulator.records.database import is_disk_full, keep_id
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, kind_of
 from trainpool.emulator.records.resources import Kind
 from trainpool.emulator.state import EmulatorState
@@ -303,7 +303,11 @@ class Runner:
             while self._controls and time.monotonic() < deadline:
                 self._changed.wait(deadline - time.monotonic())
         for name in self.unfinished():
-            self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
+            try:
+                self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
+            except OSError as err:  # a full disk: the next start marks it (recover)
+                if not is_disk_full(err):
+                    raise
         self.engine.close()
 
 
