@@ -177,6 +177,11 @@ def _included() -> dict[tuple[str, str], tuple[IncludedPackage, ...]]:
     return {key: tuple(packages) for key, packages in table.items()}
 
 
+def documented_versions() -> tuple[tuple[str, str], ...]:
+    """Every ``(framework, version)`` whose included packages the docs list."""
+    return tuple(sorted(_included()))
+
+
 def included_packages(framework: str, version: str) -> tuple[IncludedPackage, ...]:
     """The packages, with versions, that the docs list for ``framework`` ``version``'s
     images (empty where the docs give none)."""
