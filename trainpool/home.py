@@ -44,6 +44,7 @@ class JobFiles:
     home/workerpoolP-I/             each replica's HOME, fresh at every start
     work/workerpoolP-I/             each replica's working directory, fresh at every start
     python/workerpoolP-I/           each replica's own Python, fresh at every start
+    web-access/workerpoolP-I.sock   each replica's shell while it runs (enableWebAccess)
     workerpoolP-env/                pool P's pythonPackageSpec packages (a virtualenv)
     workerpoolP-python/             pool P's Python: its image's environment, read-only
     trial-<n>/                      a sweep's trial, with the same files
@@ -72,6 +73,10 @@ class JobFiles:
         """The replica's own virtual environment over its pool's Python, fresh at every start
         (``trainpool.emulator.jobs.replica_python.Layer``)."""
         return self.dir / "python" / replica
+
+    def web_access(self, replica: str) -> Path:
+        """The socket of the replica's interactive shell (``enableWebAccess``)."""
+        return self.dir / "web-access" / f"{replica}.sock"
 
     def pool_python(self, pool: int) -> Path:
         """Pool ``pool``'s Python prefix: the machine's interpreter with its image's packages

@@ -55,7 +55,13 @@ class Host(Protocol):
     monotonic: Callable[[], float]
     """The emulator's clock in monotonic seconds (``scheduling.timeout`` is measured on it)."""
 
-    def set_state(self, name: str, state: int, started: list[Replica] | None = None) -> None: ...
+    def set_state(
+        self,
+        name: str,
+        state: int,
+        started: list[Replica] | None = None,
+        web_access: dict[str, str] | None = None,
+    ) -> None: ...
     def finish(self, name: str, outcome: Outcome) -> None: ...
     def record_groups(self, name: str, replicas: list[Replica]) -> None: ...
     def unregister(self, name: str) -> None: ...
@@ -190,7 +196,10 @@ class JobRun:
             self._end(outcome)
             return
         first, self.first = self.first, None
-        self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING, started=first or [])
+        access = {la.name: la.web_access for la in planned if la.web_access}
+        self.runner.set_state(
+            self.name, JobState.JOB_STATE_RUNNING, started=first or [], web_access=access
+        )
         self._step()
 
     def _started(self, replicas: list[Replica]) -> None:

@@ -46,6 +46,7 @@ from trainpool.emulator.jobs import (
     packages,
     replica_python,
     storage_access,
+    web_access,
 )
 from trainpool.emulator.jobs.processes import Launch
 from trainpool.emulator.jobs.workdirs import Workdir, relocate
@@ -57,6 +58,8 @@ PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
 """A command that names a Python interpreter (``python3``): the image's, found on its PATH,
 which is the replica's own Python here; so is the emulator's own interpreter named by its
 path (``sys.executable``), which no replica runs."""
+WEB_ACCESS = Path(web_access.__file__)
+"""The script that serves a replica's shell (run with ``-I -S``: standard library only)."""
 REPLICA_PYTHON = "<the replica's python>"
 """In a :class:`Program`'s argv: the replica's own Python (:mod:`.replica_python`)."""
 
@@ -172,11 +175,34 @@ def plan_launches(
         env[LOCAL_ROOT_ENV] = str(gcs_root)
         env["PYTHONUNBUFFERED"] = "1"
         log = ctx.files.replica_log(name)
+        access = ""
+        if spec.get("enableWebAccess"):
+            socket_path = ctx.files.web_access(name)
+            access = f"{web_access.SCHEME}{socket_path}"
+            argv = [
+                str(replica_python.interpreter()),
+                "-I",
+                "-S",
+                str(WEB_ACCESS),
+                str(socket_path),
+                "--",
+                *argv,
+            ]
         read_only = (*stores, *program.read_only)
         if program.read_only:
             read_only += (bases[pool].root,)
         mounts = mount.mounts(gcs_root, read_only)
-        launches.append(Launch(name, pool, argv, env, cwd, log, workdir=workdir, mounts=mounts))
+        launches.append(
+            Launch(
+                name, pool, argv, env, cwd, log, workdir=workdir, mounts=mounts, web_access=access
+            )
+        )
+    if spec.get("enableWebAccess"):
+        note(
+            "enableWebAccess: each replica serves an interactive shell in its working directory "
+            "and environment while it runs, at the address in web_access_uris (owner only; "
+            "open one with `python -m trainpool.emulator.jobs.web_access connect URI`)"
+        )
     return launches
 
 

@@ -112,6 +112,8 @@ class Launch:
     workdir: Workdir | None = None
     mounts: Mounts | None = None
     """The replica's own mount namespace (``/gcs``), made as it starts; None: the host's."""
+    web_access: str = ""
+    """The URI of the replica's interactive shell (``enableWebAccess``); "" when none."""
 
 
 class Replica:

@@ -231,12 +231,20 @@ class Runner:
         return True
 
     # states
-    def set_state(self, name: str, state: int, started: list[Replica] | None = None) -> None:
+    def set_state(
+        self,
+        name: str,
+        state: int,
+        started: list[Replica] | None = None,
+        web_access: dict[str, str] | None = None,
+    ) -> None:
         """Move job ``name`` to ``state`` (not out of CANCELLING); RUNNING stamps its start.
         ``started``: its first replicas, recorded (:meth:`record_groups`) in the same
-        transaction."""
+        transaction; ``web_access``: its replicas' shells (``web_access_uris``)."""
 
         def change(job: Any) -> None:
+            if web_access:
+                job.web_access_uris = web_access
             if job.state == JobState.JOB_STATE_CANCELLING:
                 return
             job.state = state
