@@ -18,6 +18,7 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, precondition, service
+from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.runner import TERMINAL, Runner, job_spec_rest
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS
 from trainpool.emulator.records.resources import Kind
@@ -41,10 +42,12 @@ class JobService:
         job = request.custom_job
         requests.check_display_name(job.display_name, "custom_job.display_name")
         requests.check_labels(job.labels, "custom_job.labels")
+        fields = requests.check_fields("custom_job", job)
         spec = job_spec_rest(job.job_spec)
         requests.check_job_spec(spec)
         self.runner.check_quota(spec)
         job = self.runner.create(CUSTOM_JOBS, request.parent, job)
+        requests.note_fields("custom_job", fields, JobLog(self.runner.files(job.name).log))
         self.runner.run_custom_job(job.name, spec=spec)
         return job
 
@@ -55,6 +58,7 @@ class JobService:
         job = request.hyperparameter_tuning_job
         requests.check_display_name(job.display_name, "hyperparameter_tuning_job.display_name")
         requests.check_labels(job.labels, "hyperparameter_tuning_job.labels")
+        fields = requests.check_fields("hyperparameter_tuning_job", job)
         spec = job_spec_rest(job.trial_job_spec)
         requests.check_job_spec(spec, "hyperparameter_tuning_job.trial_job_spec")
         requests.check_study(
@@ -65,6 +69,8 @@ class JobService:
         )
         self.runner.check_quota(spec)
         job = self.runner.create(TUNING_JOBS, request.parent, job)
+        log = JobLog(self.runner.files(job.name).log)
+        requests.note_fields("hyperparameter_tuning_job", fields, log)
         run_tuning_job(self.runner, job.name)
         return job
 
