@@ -85,7 +85,7 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
             name=operation.name, metadata=metadata, done=True, response=pack(found)
         )
 
-    state.operations.refresh_with(_BUILD_OPERATION.fullmatch, refresh)
+    state.operations.refresh_with(lambda name: bool(_BUILD_OPERATION.fullmatch(name)), refresh)
 
     def get(request: cb.GetBuildRequest) -> cb.Build:
         project, build_id = build_of(request.project_id, request.id, request.name)
