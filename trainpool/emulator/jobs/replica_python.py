@@ -189,4 +189,4 @@ class Layer:
         for name in PIP_NAMES:
             path = self.bin / name
             path.write_text(script)
-            path.chmod(0o755)
+            path.chmod(0o700)  # the owner's, as everything the emulator writes
