@@ -74,6 +74,24 @@ def test_closest_known_images_come_first() -> None:
     assert XGB in closest
 
 
+def test_suggestions_follow_the_name_cpu_for_a_cpu_name_same_framework_and_version_first() -> None:
+    # Vertex's page ("Prebuilt containers for custom training", PyTorch, CPU rows) lists
+    # pytorch-xla.2-4.py310 as the CPU image of PyTorch 2.4; there is no pytorch-cpu.2-4
+    asked = "us-docker.pkg.dev/vertex-ai/training/pytorch-cpu.2-4.py310"
+    closest = catalog.closest_prebuilt(asked)
+    assert closest[0] == "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest"
+    assert [catalog.prebuilt_image(uri).accelerator for uri in closest] == ["cpu"] * 5
+    assert {catalog.prebuilt_image(uri).framework for uri in closest} == {"pytorch"}
+    gpu = catalog.closest_prebuilt("europe-docker.pkg.dev/vertex-ai/training/tf-gpu.2-18.py310")
+    assert gpu[0] == "europe-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest"
+    assert [catalog.prebuilt_image(uri).accelerator for uri in gpu] == ["gpu"] * 5
+    # the same version on another registry host comes before another version on this one
+    legacy = catalog.closest_prebuilt("gcr.io/cloud-aiplatform/training/tf-cpu.2-8")
+    assert legacy[0] == "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest"
+    # a name of another form is matched by its spelling
+    assert len(catalog.closest_prebuilt("us-docker.pkg.dev/vertex-ai/training/nope")) == 5
+
+
 def test_included_packages_are_the_documented_versions() -> None:
     included = {p.package: p.version for p in catalog.included_packages("xgboost", "1.1")}
     assert included == {

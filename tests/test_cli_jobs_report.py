@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from typer.testing import CliRunner
 
@@ -76,7 +77,7 @@ def test_the_report_of_an_emulator_sweep_marks_the_trials_its_rule_stopped(
         "replica_count": 1,
         "machine_spec": {"machine_type": "n1-standard-4"},
         "container_spec": {
-            "image_uri": "local/none",
+            "image_uri": HOST_IMAGE,
             "command": [sys.executable, str(tmp_path / "trainer.py")],
         },
     }
@@ -95,6 +96,7 @@ def test_the_report_of_an_emulator_sweep_marks_the_trials_its_rule_stopped(
         "trial_job_spec": {"worker_pool_specs": [pool]},
     }
     with emulator.start(tmp_path / "root") as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         client = job_client("us-central1")
         created = client.create_hyperparameter_tuning_job(

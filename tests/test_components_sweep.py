@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.environments import share_environments
+from fixtures.runtime import vendored_runtime
 from kfp import components, local
 
 import trainpool.emulator as emulator
@@ -18,6 +20,7 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 ROOT = Path(__file__).parent.parent
 SPEC = ROOT / "component_specs" / "hyperparameter_sweep.yaml"
 PARENT = "projects/demo/locations/us-central1"
+PYTORCH_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest"
 STUDY = {
     "metrics": {"loss": "minimize"},
     "parameters": {"lr": {"type": "discrete", "values": [0.001, 0.01, 0.1]}},
@@ -25,12 +28,12 @@ STUDY = {
 }
 
 
-def trainer_spec() -> dict[str, Any]:
+def trainer_spec(runtime: Path) -> dict[str, Any]:
     package = {
-        # not a Vertex prebuilt image: the example imports trainpool's runtime, which a
-        # prebuilt image (and its local stand-in) does not have; the emulator's Python does
-        "executorImageUri": "pytorch",
-        "packageUris": [str(ROOT / "examples" / "pytorch_ddp")],
+        # a Vertex PyTorch image; the example imports trainpool's runtime, which a prebuilt
+        # image (and its local stand-in) does not have: it is shipped beside the trainer
+        "executorImageUri": PYTORCH_IMAGE,
+        "packageUris": [str(ROOT / "examples" / "pytorch_ddp"), str(runtime)],
         "pythonModule": "trainer.task",
         "args": ["--epochs=2"],
     }
@@ -44,20 +47,20 @@ def trainer_spec() -> dict[str, Any]:
 
 @pytest.fixture
 def sweep_component(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with emulator.start(tmp_path / "root") as emu:
+    with emulator.start(share_environments(tmp_path / "root")) as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         local.init(local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "kfp"))
         yield components.load_component_from_file(str(SPEC))
 
 
 def test_grid_over_lr_of_the_pytorch_example_picks_the_documented_best(
-    sweep_component: Any,
+    sweep_component: Any, tmp_path: Path
 ) -> None:
     task = sweep_component(
         project="demo",
         location="us-central1",
         display_name="lr-grid",
-        custom_job_spec=trainer_spec(),
+        custom_job_spec=trainer_spec(vendored_runtime(tmp_path / "runtime")),
         study=STUDY,
         max_trial_count=3,
         parallel_trial_count=3,
@@ -79,7 +82,7 @@ def test_grid_over_lr_of_the_pytorch_example_picks_the_documented_best(
 
 
 def test_an_invalid_study_is_refused_before_anything_is_created(
-    sweep_component: Any, capfd: pytest.CaptureFixture[str]
+    sweep_component: Any, capfd: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     study = {**STUDY, "parameters": {"lr": {"type": "double", "min": 0.001, "max": 0.1}}}
     with pytest.raises(RuntimeError):
@@ -87,7 +90,7 @@ def test_an_invalid_study_is_refused_before_anything_is_created(
             project="demo",
             location="us-central1",
             display_name="lr-grid",
-            custom_job_spec=trainer_spec(),
+            custom_job_spec=trainer_spec(vendored_runtime(tmp_path / "runtime")),
             study=study,
             max_trial_count=2,
             parallel_trial_count=3,

@@ -62,6 +62,33 @@ def test_xgboost_image_asks_for_the_documented_versions() -> None:
     }
 
 
+def test_every_prebuilt_image_gets_numpy_and_pandas() -> None:
+    # Every Vertex image ships them: the page's "Included dependencies" list pandas (and
+    # numpy) for XGBoost, scikit-learn, TensorFlow 2.4 and PyTorch 2.4; pandas requires numpy
+    # (its Requires-Dist). For the versions the page lists nothing for, the nearest listed
+    # version's packages; Ray images hold Ray Data (numpy, pandas, pyarrow).
+    for found in prebuilt_images().values():
+        held = set(environments.requested(found)) | set(environments.borrowed(found)[1])
+        if environments.EXTRAS.get(found.framework) == "data":
+            held |= {"numpy", "pandas", "pyarrow"}
+        assert "pandas" in held, found.uri
+
+
+def test_a_version_the_page_lists_nothing_for_borrows_the_nearest_listed_one() -> None:
+    pytorch = image("us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-13:latest")
+    assert environments.borrowed(pytorch) == ("2.4", ("pandas", "scikit-learn"))
+    tf = image("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest")
+    assert environments.borrowed(tf) == ("2.4", ("numpy", "pandas", "scikit-learn", "xgboost"))
+    listed = image("us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest")
+    assert environments.borrowed(listed) == ("", ())
+    lines = environments.borrowed_notes(pytorch, "2.4", {"pandas": "2.3.3"})
+    assert lines == [
+        "  pandas 2.3.3 (Google's page lists no packages for pytorch 1.13; pytorch 2.4's, the "
+        "nearest version it lists, has pandas 2.2.3: installed the version that installs with "
+        "the rest)"
+    ]
+
+
 def test_the_job_log_says_what_was_asked_and_what_installed() -> None:
     choices = [
         Choice("numpy", "1.18.5", "1.23.5"),
@@ -83,7 +110,13 @@ def test_two_jobs_at_once_build_an_environment_once(
         builds.append(built_for.uri)
         time.sleep(0.3)  # both callers are waiting on the lock meanwhile
         (folder / "venv/bin").mkdir(parents=True)
-        meta = {"site": "s", "python": "3.11", "notes": ["  xgboost 1.1.1"]}
+        meta = {
+            "site": "s",
+            "python": "3.11",
+            "notes": ["  xgboost 1.1.1"],
+            "installed": {"xgboost": "1.1.1"},
+            "recipe": environments.RECIPE,
+        }
         (folder / environments.BUILT).write_text(json.dumps(meta))
 
     monkeypatch.setattr(environments, "_build", build)
@@ -135,3 +168,29 @@ def test_a_failed_build_fails_the_job_with_pips_words(
     )
     assert "no version of trainpool-no-such-package-h21 installs here" in message
     assert "No matching distribution found for trainpool-no-such-package-h21" in message
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_trainer_importing_numpy_and_pandas_runs_on_pytorch_1_13(
+    client: Any, tmp_path: Path
+) -> None:
+    # Google's PyTorch notebook reading its data from Cloud Storage runs CustomTrainingJob on
+    # pytorch-gpu.1-13 and imports numpy and pandas, which every Vertex PyTorch image ships
+    uri = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-13:latest"
+    code = "import numpy, pandas, torch; print('numpy', numpy.__version__, 'pandas', pandas.__version__)"  # noqa: E501
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": uri, "command": ["python3", "-c", code]},
+    }
+    created = client.create_custom_job(
+        parent="projects/demo/locations/us-central1",
+        custom_job={"display_name": "pandas", "job_spec": {"worker_pool_specs": [pool]}},
+    )
+    done = wait_job(client.get_custom_job, created.name, 580)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error.message
+    files = Home(tmp_path / "root").job(created.name.rsplit("/", 1)[1])
+    assert "numpy " in files.replica_log("workerpool0-0").read_text()
+    log = files.log.read_text()
+    assert "(Google's page lists no packages for pytorch 1.13; pytorch 2.4's, the nearest" in log

@@ -101,3 +101,37 @@ def test_a_full_disk_fails_the_job_naming_it_and_refuses_create(
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         kept = job_client("us-central1").get_custom_job(name=job.name)
         assert kept.state == JobState.JOB_STATE_FAILED and kept.error.code == 8
+
+
+FILL = (
+    "import os; folder = os.environ['TRAINPOOL_GCS_ROOT'] + '/bkt'; "
+    "os.makedirs(folder, exist_ok=True); "
+    "open(folder + '/model.bin', 'wb').write(b'x' * (64 << 20))"
+)
+
+
+@pytest.mark.parametrize("run", range(5))
+def test_a_replica_whose_own_write_fills_the_disk_fails_the_job_naming_the_disk(
+    run: int, small_disk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the replica's write fails first (exit 1, which alone would be a permanent error of
+    # user code); with the store's disk full the failure is the disk's: RESOURCE_EXHAUSTED
+    root = small_disk / "root"
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": "python:3.11", "command": ["python3", "-c", FILL]},
+    }
+    with emulator.start(root, storage=False) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        job = client.create_custom_job(
+            parent=PARENT,
+            custom_job={"display_name": f"fills-{run}", "job_spec": {"worker_pool_specs": [pool]}},
+        )
+        done = wait_job(client.get_custom_job, job.name, 60)
+    assert done.state == JobState.JOB_STATE_FAILED
+    assert done.error.code == 8, done.error.message  # RESOURCE_EXHAUSTED
+    message = done.error.message
+    assert message.startswith(f"No space left on the disk of the emulator's store {root}: ")
+    assert "The replica workerpool0-0 exited with a non-zero status of 1" in message

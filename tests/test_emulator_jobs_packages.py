@@ -72,18 +72,19 @@ def test_sdk_requirements_are_installed_with_the_package(emu: Any, tmp_path: Pat
     assert "with their dependencies into" in (job_dir / "job.log").read_text()
 
 
-def test_a_requirement_pip_cannot_install_fails_the_job_naming_it(emu: Any, tmp_path: Path) -> None:
+def pinned_trainer(root: Path, tmp_path: Path, *requires: str) -> dict[str, Any]:
+    """A trainer package whose setup.py pins ``requires``, staged in gs://bkt; its pool."""
     package = tmp_path / "pkg"
     (package / "trainer").mkdir(parents=True)
     (package / "trainer/__init__.py").write_text("")
-    (package / "trainer/task.py").write_text("print('never')\n")
+    (package / "trainer/task.py").write_text("print('trained')\n")
     (package / "setup.py").write_text(
         "from setuptools import setup, find_packages\n"
         "setup(name='trainer', version='0.1', packages=find_packages(),\n"
-        "      install_requires=['tensorflow==2.8.0'])\n"  # no build for this Python
+        f"      install_requires={list(requires)!r})\n"
     )
     subprocess.run(
-        [sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(Path(emu.root) / "gcs/bkt")],
+        [sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(root / "gcs/bkt")],
         cwd=package,
         check=True,
         capture_output=True,
@@ -94,19 +95,44 @@ def test_a_requirement_pip_cannot_install_fails_the_job_naming_it(emu: Any, tmp_
         "package_uris": ["gs://bkt/trainer-0.1.tar.gz"],
         "python_module": "trainer.task",
     }
-    pool = {
+    return {
         "replica_count": 1,
         "machine_spec": {"machine_type": "n1-standard-4"},
         "python_package_spec": spec,
     }
+
+
+def run_pool(pool: dict[str, Any]) -> Any:
     client = job_client("us-central1")
     created = client.create_custom_job(
         parent="projects/demo/locations/us-central1",
         custom_job={"display_name": "pins", "job_spec": {"worker_pool_specs": [pool]}},
     )
-    done = wait_job(client.get_custom_job, created.name, 250)
+    return wait_job(client.get_custom_job, created.name, 250)
+
+
+def test_a_pin_without_a_build_here_gets_the_nearest_version_that_has_one(
+    emu: Any, tmp_path: Path
+) -> None:
+    # tensorflow-io-gcs-filesystem 0.20.0 has builds for Python 3.6 to 3.9 only, and no
+    # source; 0.29.0 is the first release with one for this machine's Python 3.11
+    pool = pinned_trainer(Path(emu.root), tmp_path, "tensorflow-io-gcs-filesystem==0.20.0")
+    done = run_pool(pool)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error.message
+    log = (Path(emu.root) / "jobs" / done.name.rsplit("/", 1)[1] / "job.log").read_text()
+    assert "the requirements of ['trainer-0.1.tar.gz'] do not all install here as asked" in log
+    assert (
+        "  tensorflow-io-gcs-filesystem==0.20.0 (asked): 0.29.0 installed, the nearest version "
+        "with a build for this machine's Python" in log
+    )
+
+
+def test_a_requirement_with_no_version_that_installs_fails_the_job_naming_it(
+    emu: Any, tmp_path: Path
+) -> None:
+    # pywin32 has builds for Windows only and no source: nothing of it installs here
+    done = run_pool(pinned_trainer(Path(emu.root), tmp_path, "pywin32==306"))
     assert done.state == JobState.JOB_STATE_FAILED
     message = done.error.message
     assert message.startswith("pythonPackageSpec.packageUris: pip could not install [")
-    assert "with their dependencies" in message
-    assert "tensorflow==2.8.0" in message
+    assert "with their dependencies (pywin32==306 has no version that installs here)" in message

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -35,6 +36,7 @@ INTEGERS = {"min_value": 1, "max_value": 2}
 @pytest.fixture
 def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
     with emulator.start(tmp_path / "root", max_replicas=2) as running:
+        host_image(running.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
         yield running
 
@@ -50,7 +52,7 @@ def held(go: Path, replicas: int = 1, report: bool = False) -> dict[str, Any]:
     pool = {
         "replica_count": 1,
         "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": "local/none", "command": ["sh", "-c", wait]},
+        "container_spec": {"image_uri": HOST_IMAGE, "command": ["sh", "-c", wait]},
     }
     workers = [{**pool, "replica_count": replicas - 1}] if replicas > 1 else []
     return {"worker_pool_specs": [pool, *workers]}
@@ -183,6 +185,7 @@ def test_threads_stay_bounded_however_many_jobs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with emulator.start(tmp_path / "root", max_replicas=4) as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         client = job_client("us-central1")
         quick = {
@@ -190,7 +193,7 @@ def test_threads_stay_bounded_however_many_jobs(
                 {
                     "replica_count": 1,
                     "machine_spec": {"machine_type": "n1-standard-4"},
-                    "container_spec": {"image_uri": "local/none", "command": ["sleep", "0.2"]},
+                    "container_spec": {"image_uri": HOST_IMAGE, "command": ["sleep", "0.2"]},
                 }
             ]
         }

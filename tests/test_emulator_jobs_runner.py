@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.environments import share_environments
 from fixtures.jobs import wait_job
 from fixtures.processes import alive
+from fixtures.runtime import vendored_runtime
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -53,6 +55,9 @@ print(f"{name} exiting with {args.exit}", flush=True)
 child.kill()
 sys.exit(args.exit)
 """
+
+
+PYTORCH_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest"
 
 
 @pytest.fixture
@@ -268,10 +273,16 @@ def test_python_package_from_local_gcs_is_installed_per_job(client: Any, root: P
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_pytorch_ddp_example_on_three_replicas(client: Any, root: Path) -> None:
+    # on a Vertex PyTorch image (its stand-in has torch), with trainpool's runtime shipped
+    # beside the trainer; an executor image the emulator does not know runs in this
+    # machine's clean Python, which has neither
+    share_environments(root)
     example = Path(__file__).resolve().parents[1] / "examples" / "pytorch_ddp"
+    runtime = vendored_runtime(root.parent / "runtime")
     package = {
-        "package_uris": [str(example)],
+        "package_uris": [str(example), str(runtime)],
         "python_module": "trainer.task",
         "args": ["--epochs=1"],
     }
@@ -279,12 +290,12 @@ def test_pytorch_ddp_example_on_three_replicas(client: Any, root: Path) -> None:
         {
             "replica_count": n,
             "machine_spec": {"machine_type": "n1-standard-4"},
-            "python_package_spec": {"executor_image_uri": "pytorch", **package},
+            "python_package_spec": {"executor_image_uri": PYTORCH_IMAGE, **package},
         }
         for n in (1, 2)
     ]
     job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://bkt/ddp"})
-    done = wait(client, job.name, timeout=80)
+    done = wait(client, job.name, timeout=280)
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
     assert (root / "gcs/bkt/ddp/model/model.pt").is_file()
     for rank, name in enumerate(["workerpool0-0", "workerpool1-0", "workerpool1-1"]):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -40,7 +41,7 @@ json.dump({"cat": cat, "ls": listed, "copied": open("copied.txt").read(), "env":
 
 
 def run(client: Any, argv: list[str]) -> Any:
-    container = {"image_uri": "local/none", "command": argv}
+    container = {"image_uri": HOST_IMAGE, "command": argv}
     pool = {
         "replica_count": 1,
         "machine_spec": {"machine_type": "n1-standard-4"},
@@ -61,6 +62,7 @@ def test_client_library_and_gcloud_reach_the_storage_door_with_no_code_change(
     (tmp_path / "trainer.py").write_text(TRAINER)
     out = tmp_path / "seen.json"
     with emulator.start(root, storage=True) as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         done = run(
             job_client("us-central1"), [sys.executable, str(tmp_path / "trainer.py"), str(out)]
@@ -82,6 +84,7 @@ def test_without_a_door_the_job_log_says_only_gcs_works(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with emulator.start(tmp_path / "root", storage=False) as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         done = run(job_client("us-central1"), [sys.executable, "-c", "pass"])
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error

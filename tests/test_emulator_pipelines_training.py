@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from google.api_core import exceptions
 from google.cloud import aiplatform
 from google.cloud.aiplatform import initializer, training_jobs
@@ -65,6 +66,7 @@ def sdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (tmp_path / "trainer.py").write_text(TRAINER)
     (tmp_path / "out").mkdir()
     with emulator.start(tmp_path / "root") as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         point_sdk_at_emulator()
         yield tmp_path
@@ -73,7 +75,7 @@ def sdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def training_job(tmp_path: Path, *args: str, **kwargs: Any) -> Any:
     return aiplatform.CustomContainerTrainingJob(
         display_name="notebook-style",
-        container_uri="local/none",
+        container_uri=HOST_IMAGE,
         command=[sys.executable, str(tmp_path / "trainer.py"), str(tmp_path / "out"), *args],
         project="demo",
         location="us-central1",

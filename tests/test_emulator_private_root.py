@@ -77,6 +77,8 @@ def test_the_root_and_what_the_emulator_writes_are_the_owners_only(
             files = home.job(job_id)
             assert SECRET_VALUE in files.replica_log("workerpool0-0").read_text()
             for path in [files.dir, *files.dir.rglob("*")]:
+                if path.is_symlink():  # a replica's Python links to this machine's interpreter
+                    continue
                 assert mode(path) & 0o077 == 0, f"{path} is readable by others"
     finally:
         os.umask(before)

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from google.cloud import aiplatform
 from google.cloud.aiplatform import hyperparameter_tuning as hpt
 from google.cloud.aiplatform import initializer, jobs
@@ -48,6 +49,7 @@ def sdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setattr(jobs, "_JOB_WAIT_TIME", 0.2)
     (tmp_path / "trainer.py").write_text(TRAINER)
     with emulator.start(tmp_path / "root") as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         point_sdk_at_emulator()
         yield tmp_path
@@ -57,7 +59,7 @@ def pools(tmp_path: Path, workers: int) -> list[dict[str, object]]:
     spec = {
         "machine_spec": {"machine_type": "n1-standard-4"},
         "container_spec": {
-            "image_uri": "local/none",
+            "image_uri": HOST_IMAGE,
             "command": [sys.executable, str(tmp_path / "trainer.py")],
         },
     }

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -70,6 +71,7 @@ for step in range(1, args.steps + 1):
 def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
     (tmp_path / "trainer.py").write_text(TRAINER)
     with emulator.start(tmp_path / "root") as running:
+        host_image(running.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
         yield running
 
@@ -86,7 +88,7 @@ def tuning_job(tmp_path: Path, stopping: dict[str, Any] | None) -> dict[str, Any
     pool = {
         "replica_count": 1,
         "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": "local/none", "command": command},
+        "container_spec": {"image_uri": HOST_IMAGE, "command": command},
     }
     return {
         "display_name": "stopping" if stopping else "no-stopping",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -37,6 +38,7 @@ hypertune.HyperTune().report_hyperparameter_tuning_metric("score", 1.0, global_s
 def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
     (tmp_path / "trainer.py").write_text(TRAINER)
     with emulator.start(tmp_path / "root") as running:
+        host_image(running.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
         yield running
 
@@ -46,7 +48,7 @@ def job(tmp_path: Path, **study: Any) -> dict[str, Any]:
         "replica_count": 1,
         "machine_spec": {"machine_type": "n1-standard-4"},
         "container_spec": {
-            "image_uri": "local/none",
+            "image_uri": HOST_IMAGE,
             "command": [sys.executable, str(tmp_path / "trainer.py")],
         },
     }

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types import study as study_types
@@ -56,6 +57,7 @@ with open(os.path.join(model_dir, "trial.json"), "w") as out:
 def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     (tmp_path / "trainer.py").write_text(TRAINER)
     with emulator.start(tmp_path / "root") as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         yield job_client("us-central1")
 
@@ -90,7 +92,7 @@ def sweep(
                 {
                     "replica_count": 1,
                     "machine_spec": {"machine_type": "n1-standard-4"},
-                    "container_spec": {"image_uri": "local/none", "command": command},
+                    "container_spec": {"image_uri": HOST_IMAGE, "command": command},
                 }
             ],
             "base_output_directory": {"output_uri_prefix": "gs://bucket/sweep"},

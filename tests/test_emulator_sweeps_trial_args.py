@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -93,6 +94,7 @@ hypertune.HyperTune().report_hyperparameter_tuning_metric("loss", 1.0 / args.bat
 @pytest.fixture
 def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     with emulator.start(tmp_path / "root") as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         yield job_client("us-central1")
 
@@ -119,7 +121,7 @@ def test_a_trainer_parsing_discrete_batch_size_as_int_runs(client: Any, tmp_path
                 {
                     "replica_count": 1,
                     "machine_spec": {"machine_type": "n1-standard-4"},
-                    "container_spec": {"image_uri": "local/none", "command": command},
+                    "container_spec": {"image_uri": HOST_IMAGE, "command": command},
                 }
             ]
         },

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -55,6 +56,7 @@ if args.units == args.fail_units:
 def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
     (tmp_path / "trainer.py").write_text(TRAINER)
     with emulator.start(tmp_path / "root") as running:
+        host_image(running.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
         monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "demo")
         monkeypatch.setenv("TRAINPOOL_HOME", str(tmp_path / "root"))
@@ -66,7 +68,7 @@ def sweep(tmp_path: Path, *args: str, trials: int = 2, strategy: str = "") -> An
     pool = {
         "replica_count": 1,
         "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": "local/none", "command": command},
+        "container_spec": {"image_uri": HOST_IMAGE, "command": command},
     }
     spec: dict[str, Any] = {"worker_pool_specs": [pool]}
     if strategy:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from fixtures.environments import share_environments
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -32,6 +33,7 @@ MACHINE = {"machine_type": "n1-standard-4"}
 @pytest.fixture
 def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     with emulator.start(share_environments(tmp_path / "root")) as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         yield job_client("us-central1")
 
@@ -101,7 +103,7 @@ def test_pytorch_env_rendezvous_across_three_replicas(client: Any, tmp_path: Pat
     out = tmp_path / "out"
     out.mkdir()
     command = [sys.executable, str(FIXTURES / "ddp_env.py"), f"--out-dir={out}"]
-    container = {"image_uri": "local/none", "command": command}
+    container = {"image_uri": HOST_IMAGE, "command": command}
     pools = [
         {"replica_count": n, "machine_spec": MACHINE, "container_spec": container} for n in (1, 2)
     ]

@@ -287,3 +287,12 @@ def test_tensorflow_multiworker_sample_on_its_prebuilt_image(emu: Any) -> None:
     log = (job_dir / "job.log").read_text()
     assert f"{TF_IMAGE} (tensorflow 2.8, Python 3.7 on Vertex) runs in" in log
     assert "tensorflow-cpu 2.12.1 (Vertex has 2.8, which has no build for Python" in log
+    # the sample's install_requires pin what the image has; they are resolved as the
+    # image's framework is, and the job log says what was asked and what was installed
+    assert "do not all install here as asked" in log
+    assert (
+        "  tensorflow==2.8.0 (asked): tensorflow-cpu 2.12.1 of the image's stand-in stands in "
+        "for it" in log
+    )
+    datasets = [line for line in log.splitlines() if "tensorflow_datasets==1.3.0" in line]
+    assert datasets, log

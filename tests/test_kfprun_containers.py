@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.host_image import host_image
 from fixtures.pipelines import compile_fixture
 
 import trainpool.emulator as emulator
@@ -27,6 +28,7 @@ PARENT = "projects/local-project/locations/us-central1"
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulator.Emulator]:
     with emulator.start(tmp_path_factory.mktemp("gcpc") / "root", storage=True) as running:
+        host_image(running.root)
         yield running
 
 

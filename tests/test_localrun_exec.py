@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures.host_image import host_image
 from fixtures.pipelines import compile_fixture
 
 import trainpool.emulator as emulator
@@ -61,6 +62,8 @@ def test_sdk_flows_run_unchanged(tmp_path: Path) -> None:
         "tuning_job",
         "model_upload",
     ]
+    # the sweep's trials import cloudml-hypertune: a local image that has it runs them
+    image = host_image(tmp_path / "root")
     done = trainpool_exec(
         "--root",
         str(tmp_path / "root"),
@@ -68,6 +71,7 @@ def test_sdk_flows_run_unchanged(tmp_path: Path) -> None:
         sys.executable,
         str(USER_CODE / "sdk_flows.py"),
         *flows,
+        env={**os.environ, "TRIAL_IMAGE": image},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = lines(done.stdout)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from playwright.sync_api import Page, sync_playwright
 from typer.testing import CliRunner
@@ -45,7 +46,7 @@ def sweep_job(trainer: Path) -> dict[str, Any]:
     pool = {
         "replica_count": 1,
         "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": "local/none", "command": [sys.executable, str(trainer)]},
+        "container_spec": {"image_uri": HOST_IMAGE, "command": [sys.executable, str(trainer)]},
     }
     lr = {"values": [0.001, 0.1]}
     return {
@@ -70,6 +71,7 @@ def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The HTML that ``trainpool jobs report`` wrote for a finished real sweep."""
     (tmp_path / "trainer.py").write_text(TRAINER)
     with emulator.start(tmp_path / "root") as emu:
+        host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         client = job_client("us-central1")
         created = client.create_hyperparameter_tuning_job(

@@ -42,9 +42,12 @@ class JobFiles:
     workerpoolP-I.log               each replica's output
     entries/workerpoolP-I.jsonl     each line of it with its time and stream (log entries)
     hypertune/workerpoolP-I.metrics each replica's CLOUD_ML_HP_METRIC_FILE
-    home/workerpoolP-I/             each replica's HOME
+    home/workerpoolP-I/             each replica's HOME, fresh at every start
     work/workerpoolP-I/             each replica's working directory, fresh at every start
+    python/workerpoolP-I/           each replica's own Python, fresh at every start
+    web-access/workerpoolP-I.sock   each replica's shell while it runs (enableWebAccess)
     workerpoolP-env/                pool P's pythonPackageSpec packages (a virtualenv)
+    workerpoolP-python/             pool P's Python: its image's environment, read-only
     trial-<n>/                      a sweep's trial, with the same files
     """
 
@@ -72,9 +75,23 @@ class JobFiles:
     def replica_workdir(self, replica: str) -> Path:
         return self.dir / "work" / replica
 
+    def replica_python(self, replica: str) -> Path:
+        """The replica's own virtual environment over its pool's Python, fresh at every start
+        (``trainpool.emulator.jobs.replica_python.Layer``)."""
+        return self.dir / "python" / replica
+
+    def web_access(self, replica: str) -> Path:
+        """The socket of the replica's interactive shell (``enableWebAccess``)."""
+        return self.dir / "web-access" / f"{replica}.sock"
+
+    def pool_python(self, pool: int) -> Path:
+        """Pool ``pool``'s Python prefix: the machine's interpreter with its image's packages
+        (``trainpool.emulator.jobs.replica_python.Base``)."""
+        return self.dir / f"workerpool{pool}-python"
+
     def package_env(self, pool: int) -> Path:
         """Pool ``pool``'s installed ``pythonPackageSpec`` packages: a virtualenv over the
-        pool's Python (a prebuilt image's environment, or the emulator's)."""
+        pool's Python (a prebuilt image's environment, or the machine's clean Python)."""
         return self.dir / f"workerpool{pool}-env"
 
     def trial(self, trial_id: str | int) -> JobFiles:

@@ -42,11 +42,13 @@ class JobService:
         job = request.custom_job
         requests.check_display_name(job.display_name, "custom_job.display_name")
         requests.check_labels(job.labels, "custom_job.labels")
+        fields = requests.check_fields("custom_job", job)
         spec = job_spec_rest(job.job_spec)
         warnings = requests.check_job_spec(spec)
         self.runner.check_quota(spec)
         job = self.runner.create(CUSTOM_JOBS, request.parent, job)
         self._note(job.name, warnings)
+        requests.note_fields("custom_job", fields, JobLog(self.runner.files(job.name).log))
         self.runner.run_custom_job(job.name, spec=spec)
         return job
 
@@ -64,6 +66,7 @@ class JobService:
         job = request.hyperparameter_tuning_job
         requests.check_display_name(job.display_name, "hyperparameter_tuning_job.display_name")
         requests.check_labels(job.labels, "hyperparameter_tuning_job.labels")
+        fields = requests.check_fields("hyperparameter_tuning_job", job)
         spec = job_spec_rest(job.trial_job_spec)
         warnings = requests.check_job_spec(spec, "hyperparameter_tuning_job.trial_job_spec")
         requests.check_study(
@@ -75,6 +78,8 @@ class JobService:
         self.runner.check_quota(spec)
         job = self.runner.create(TUNING_JOBS, request.parent, job)
         self._note(job.name, warnings)
+        log = JobLog(self.runner.files(job.name).log)
+        requests.note_fields("hyperparameter_tuning_job", fields, log)
         run_tuning_job(self.runner, job.name)
         return job
 

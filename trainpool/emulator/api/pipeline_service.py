@@ -18,6 +18,7 @@ from google.cloud.aiplatform_v1.types import training_pipeline as tp
 from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2, json_format
 
+from trainpool.emulator import field_coverage
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, already_exists, not_found, precondition, service
 from trainpool.emulator.jobs.runner import Runner
@@ -97,9 +98,11 @@ class PipelineService:
                 requests.check_gcs_uri(
                     upload.artifact_uri, "training_pipeline.model_to_upload.artifact_uri"
                 )
+        fields = requests.check_fields("training_pipeline", pipeline)
         spec = training.backing_job_spec(pipeline)
         requests.check_job_spec(spec, "training_pipeline.training_task_inputs")
-        return self.trainings.create(request.parent, pipeline, spec)
+        notes = field_coverage.notes("training_pipeline", fields)
+        return self.trainings.create(request.parent, pipeline, spec, notes)
 
     def list_training(
         self, request: ps.ListTrainingPipelinesRequest

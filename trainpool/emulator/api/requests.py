@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
+from trainpool.emulator import field_coverage
 from trainpool.emulator.api.rpc import not_found
 from trainpool.emulator.records.resources import Kind, Records
 from trainpool.errors import InputError, Problem, brief
@@ -154,3 +156,19 @@ def check_study(
         )
     except PlanError as err:
         raise _under("hyperparameter_tuning_job", err) from err
+
+
+def check_fields(resource: str, message: Any) -> dict[str, Any]:
+    """INVALID_ARGUMENT for a field the emulator refuses (:mod:`.field_coverage`); the
+    request's fields, for :func:`note_fields` once the resource exists."""
+    fields = field_coverage.request_fields(resource, message)
+    problems = field_coverage.refusals(resource, fields)
+    if problems:
+        raise InputError(problems)
+    return fields
+
+
+def note_fields(resource: str, fields: dict[str, Any], note: Callable[[str], None]) -> None:
+    """One line in the job's log per field it set that the emulator does not apply."""
+    for line in field_coverage.notes(resource, fields):
+        note(line)

@@ -9,6 +9,13 @@ package index and kept in ``Home.environments``:
   at theirs (``data/prebuilt_packages.csv``), each the exact version where a build of it
   installs on this machine's Python, else the nearest one that does
   (:mod:`.pip_versions`);
+- where Google's page lists no packages for the image's version, the packages of the
+  nearest version of the same framework whose list it gives (:func:`borrowed`: PyTorch
+  1.13 gets PyTorch 2.4's pandas and scikit-learn, so numpy and pandas, which every Vertex
+  PyTorch image ships), at the versions pip installs with the framework (a list made for
+  another version pins nothing here); Ray images get Ray Data (``ray[data]``: numpy,
+  pandas, pyarrow), which Ray on Vertex AI's BigQuery integration runs on in the cluster
+  (https://cloud.google.com/vertex-ai/docs/open-source/ray-on-vertex-ai/bigquery-integration);
 - TensorFlow as ``tensorflow-cpu``; PyTorch always as ``torch==2.13.0``, the CPU build
   this machine's package configuration provides (any other torch version pulls the CUDA
   libraries, gigabytes);
@@ -35,10 +42,10 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainpool.catalog import PrebuiltImage, included_packages
+from trainpool.catalog import PrebuiltImage, documented_versions, included_packages
 from trainpool.emulator.jobs import pip_versions
 from trainpool.errors import InputError, Problem
 from trainpool.home import Home
@@ -53,6 +60,11 @@ FRAMEWORK_PACKAGES = {
 TORCH = "2.13.0"
 """The one torch version installed: the CPU build on this machine (``/opt/wheels``)."""
 ALWAYS = ("cloudml-hypertune", "google-cloud-storage")
+RECIPE = 2
+"""The version of what an environment holds; a built one of another version is built again
+(2: the packages borrowed from the nearest documented version, Ray Data)."""
+EXTRAS = {"ray": "data"}
+"""The framework's extras its images hold (see the module)."""
 BUILD_TOOLS = ("wheel",)
 """So ``pip install`` of a trainer's sdist builds with the environment's setuptools,
 without downloading a build environment each time (:mod:`.packages`)."""
@@ -65,14 +77,23 @@ class BuildFailed(InputError):
     """The environment of a prebuilt image could not be built; the message says what pip said."""
 
 
+ALIASES = {"tensorflow": ("tensorflow", "tensorflow-gpu")}
+"""The names a trainer's requirements give the framework by, where its stand-in's package
+has another name (``tensorflow-cpu``): Vertex's TensorFlow images hold ``tensorflow``."""
+
+
 @dataclass(frozen=True)
 class Environment:
     """A built environment: its ``python``, its ``site`` directory, and the lines that say
-    what it holds against what the image holds (``notes``)."""
+    what it holds against what the image holds (``notes``); ``framework`` what stands in for
+    the image's framework (``tensorflow-cpu 2.12.1``), ``aliases`` the other names a
+    requirement may give it by, with its version (``{"tensorflow": "2.12.1"}``)."""
 
     python: Path
     site: Path
     notes: list[str]
+    framework: str = ""
+    aliases: dict[str, str] = field(default_factory=dict)
 
 
 def key(image: PrebuiltImage) -> str:
@@ -89,6 +110,39 @@ def requested(image: PrebuiltImage) -> dict[str, str]:
     if image.framework == "pytorch":
         asked["torch"] = TORCH
     return asked
+
+
+def _numbers(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def borrowed(image: PrebuiltImage) -> tuple[str, tuple[str, ...]]:
+    """Where Google's page lists no packages for ``image``'s version: the nearest version of
+    its framework whose list it gives (nearer first, a newer one on a tie), and that list's
+    packages not asked already; ``("", ())`` when there is nothing to borrow."""
+    if included_packages(image.framework, image.version):
+        return "", ()
+    documented = {
+        version for framework, version in documented_versions() if framework == image.framework
+    }
+    if not documented:
+        return "", ()
+    mine = _numbers(image.version)
+
+    def distance(version: str) -> tuple[object, ...]:
+        theirs = _numbers(version)
+        width = max(len(mine), len(theirs))
+        a, b = mine + (0,) * (width - len(mine)), theirs + (0,) * (width - len(theirs))
+        return (tuple(abs(x - y) for x, y in zip(a, b, strict=True)), tuple(-n for n in b))
+
+    nearest = min(documented, key=distance)
+    asked = requested(image)
+    names = tuple(
+        p.package
+        for p in included_packages(image.framework, nearest)
+        if p.package not in asked and p.package != FRAMEWORK_PACKAGES[image.framework]
+    )
+    return nearest, names
 
 
 @contextlib.contextmanager
@@ -110,7 +164,7 @@ def ensure(
     root = home.environments.resolve()
     folder = root / key(image)
     with _locked(root / f".{key(image)}.lock"):
-        if not (folder / BUILT).is_file():
+        if _recipe(folder / BUILT) != RECIPE:
             note(f"building the environment of {image.framework} {image.version} in {folder}")
             try:
                 _build(folder, image)
@@ -124,7 +178,24 @@ def ensure(
     ]
     for line in notes:
         note(line)
-    return Environment(folder / "venv" / "bin" / "python", Path(meta["site"]), notes)
+    package = FRAMEWORK_PACKAGES[image.framework]
+    version = meta["installed"].get(package, "")
+    aliases = {name: version for name in ALIASES.get(image.framework, ()) if version}
+    return Environment(
+        folder / "venv" / "bin" / "python",
+        Path(meta["site"]),
+        notes,
+        f"{package} {version}".strip(),
+        aliases,
+    )
+
+
+def _recipe(built: Path) -> int | None:
+    """The recipe of the environment built at ``built`` (None: none is built)."""
+    try:
+        return int(json.loads(built.read_text()).get("recipe", 1))
+    except (OSError, ValueError):
+        return None
 
 
 def _pip(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -166,17 +237,28 @@ def _build(folder: Path, image: PrebuiltImage) -> None:
     with ThreadPoolExecutor(max_workers=DRY_RUNS_AT_ONCE) as pool:
         choices = list(pool.map(choose, requested(image).items()))
     pins = [f"{c.package}=={c.installed}" for c in choices]
+    extra = EXTRAS.get(image.framework)
+    if extra:
+        pins = [
+            f"{FRAMEWORK_PACKAGES[image.framework]}[{extra}]=={c.installed}"
+            if c.package == FRAMEWORK_PACKAGES[image.framework]
+            else f"{c.package}=={c.installed}"
+            for c in choices
+        ]
+    nearest, names = borrowed(image)
     # --no-compile: compiling every module of the framework (tensorflow: ~15 s of a ~50-s
     # build here) is left to the imports that need it, which cache their bytecode as usual
-    done = _pip(python, "install", "--quiet", "--no-compile", *pins, *ALWAYS, *BUILD_TOOLS)
+    done = _pip(python, "install", "--quiet", "--no-compile", *pins, *names, *ALWAYS, *BUILD_TOOLS)
     if done.returncode != 0:
-        raise _fail(image, f"pip install {' '.join(pins + list(ALWAYS))}", done.stderr)
+        asked = " ".join([*pins, *names, *ALWAYS])
+        raise _fail(image, f"pip install {asked}", done.stderr)
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
+    versions = pip_versions.installed(python, [*names, *_EXTRA_PACKAGES.get(extra or "", ())])
     meta = {
         "image": image.uri,
         "framework": image.framework,
@@ -184,11 +266,43 @@ def _build(folder: Path, image: PrebuiltImage) -> None:
         "site": site,
         "python": platform.python_version(),
         "installed": {c.package: c.installed for c in choices},
-        "notes": describe(image, choices),
+        "borrowed": {"from": nearest, "installed": {n: versions[n] for n in names}},
+        "notes": describe(image, choices)
+        + borrowed_notes(image, nearest, {n: versions[n] for n in names})
+        + extra_notes(image, extra, versions),
+        "recipe": RECIPE,
     }
     tmp = folder / f".{BUILT}"
     tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     tmp.replace(folder / BUILT)
+
+
+_EXTRA_PACKAGES = {"data": ("numpy", "pandas", "pyarrow")}
+"""What an extra of :data:`EXTRAS` brings that the job log names."""
+
+
+def borrowed_notes(image: PrebuiltImage, nearest: str, installed: dict[str, str]) -> list[str]:
+    """The job log's lines on the packages taken from the nearest documented version."""
+    if not installed:
+        return []
+    listed = {p.package: p.version for p in included_packages(image.framework, nearest)}
+    return [
+        f"  {name} {version} (Google's page lists no packages for {image.framework} "
+        f"{image.version}; {image.framework} {nearest}'s, the nearest version it lists, has "
+        f"{name} {listed[name]}: installed the version that installs with the rest)"
+        for name, version in installed.items()
+    ]
+
+
+def extra_notes(image: PrebuiltImage, extra: str | None, versions: dict[str, str]) -> list[str]:
+    """The job log's line on the framework's extra (:data:`EXTRAS`)."""
+    if not extra:
+        return []
+    held = ", ".join(f"{n} {versions[n]}" for n in _EXTRA_PACKAGES[extra] if n in versions)
+    return [
+        f"  {FRAMEWORK_PACKAGES[image.framework]}[{extra}] ({held}): Ray on Vertex AI runs Ray "
+        "Data in the cluster (its BigQuery integration)"
+    ]
 
 
 def describe(image: PrebuiltImage, choices: list[pip_versions.Choice]) -> list[str]:

@@ -11,13 +11,17 @@ was set (Cancel, a stop, a preemption), or a deadline fell due (the engine's tim
 Whatever ends it (its outcome, an error of the emulator's, a full disk), the end is the same:
 replicas stopped, ``ended ...`` in ``job.log``, the record finished, the slots given back,
 ``on_end(outcome)`` called. A disk too full for the emulator to write its notes or records
-fails the job with code 8 (RESOURCE_EXHAUSTED) and a message naming the disk.
+fails the job with code 8 (RESOURCE_EXHAUSTED) and a message naming the disk; so does a
+replica that fails while the disk is full (:func:`store_full`), its own write having found
+no room first.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -38,7 +42,7 @@ from trainpool.emulator.jobs.packages import PackageError
 from trainpool.emulator.jobs.processes import Launch, Replica
 from trainpool.emulator.jobs.quota import Quota, Ticket, replica_slots
 from trainpool.emulator.jobs.replicas import Outcome, ReplicaRun, controlled
-from trainpool.emulator.records.database import is_disk_full
+from trainpool.emulator.records.database import MIN_FREE_BYTES, DiskFull, is_disk_full
 from trainpool.spec.timing import duration_seconds
 
 
@@ -51,7 +55,13 @@ class Host(Protocol):
     monotonic: Callable[[], float]
     """The emulator's clock in monotonic seconds (``scheduling.timeout`` is measured on it)."""
 
-    def set_state(self, name: str, state: int, started: list[Replica] | None = None) -> None: ...
+    def set_state(
+        self,
+        name: str,
+        state: int,
+        started: list[Replica] | None = None,
+        web_access: dict[str, str] | None = None,
+    ) -> None: ...
     def finish(self, name: str, outcome: Outcome) -> None: ...
     def record_groups(self, name: str, replicas: list[Replica]) -> None: ...
     def unregister(self, name: str) -> None: ...
@@ -67,6 +77,18 @@ def error_outcome(err: BaseException, root: Any) -> Outcome:
             "replicas were stopped; free some space and create the job again.",
         )
     return Outcome("FAILED", CODE_INTERNAL, f"Internal emulator error: {err!r}")
+
+
+def store_full(root: Path) -> DiskFull | None:
+    """The store's disk full (less than ``MIN_FREE_BYTES`` free), named; None when not."""
+    try:
+        info = os.statvfs(root)
+    except OSError:
+        return None
+    free = info.f_bavail * info.f_frsize
+    if free >= MIN_FREE_BYTES:
+        return None
+    return DiskFull(root, f"{free} bytes free when a replica failed")
 
 
 class JobRun:
@@ -166,6 +188,7 @@ class JobRun:
             wake=lambda: self.serial.send(self._step),
             clock=self.runner.monotonic,
             stopper=self.runner.engine.stops.submit,
+            full=lambda: store_full(self.ctx.home.root),
         )
         self.phase = "running"
         outcome = self.run.begin()
@@ -173,7 +196,10 @@ class JobRun:
             self._end(outcome)
             return
         first, self.first = self.first, None
-        self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING, started=first or [])
+        access = {la.name: la.web_access for la in planned if la.web_access}
+        self.runner.set_state(
+            self.name, JobState.JOB_STATE_RUNNING, started=first or [], web_access=access
+        )
         self._step()
 
     def _started(self, replicas: list[Replica]) -> None:

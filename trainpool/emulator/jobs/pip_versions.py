@@ -46,7 +46,8 @@ def _matches(version: str, requested: str) -> bool:
         return version == requested
 
 
-def _dry_run(python: Path, requirement: str) -> subprocess.CompletedProcess[str]:
+def dry_run(python: Path, requirement: str) -> subprocess.CompletedProcess[str]:
+    """What pip would install for ``requirement`` alone, from builds (wheels) only."""
     return subprocess.run(
         [str(python), "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps"]
         + ["--only-binary=:all:", "--quiet", "--report", "-", "--disable-pip-version-check"]
@@ -78,17 +79,40 @@ def nearest(requested: str, versions: list[str]) -> str | None:
     return str(max(v for v in above if v.release[:2] == series))
 
 
+def listed_versions(stderr: str) -> list[str]:
+    """The versions pip lists in "(from versions: ...)" when none matches ([] for none)."""
+    listed = _FROM_VERSIONS.search(stderr)
+    versions = [] if listed is None else [v.strip() for v in listed.group(1).split(",")]
+    return [v for v in versions if v and v != "none"]
+
+
 def choose(python: Path, package: str, requested: str) -> Choice:
     """The version of ``package`` to install with ``python``'s pip: ``requested`` (a version,
     or a series ``2.8.*``) when a build of it installs here, else the nearest that does.
     Raises :class:`NoBuild` (pip's words) when none does."""
-    done = _dry_run(python, f"{package}=={requested}")
+    done = dry_run(python, f"{package}=={requested}")
     if done.returncode == 0:
         report = json.loads(done.stdout)
         return Choice(package, requested, report["install"][0]["metadata"]["version"])
-    listed = _FROM_VERSIONS.search(done.stderr)
-    versions = [] if listed is None else [v.strip() for v in listed.group(1).split(",")]
-    chosen = nearest(requested, [v for v in versions if v and v != "none"])
+    chosen = nearest(requested, listed_versions(done.stderr))
     if chosen is None:
         raise NoBuild(f"pip finds no build of {package} for this Python: {done.stderr.strip()}")
     return Choice(package, requested, chosen)
+
+
+def installed(python: Path, names: list[str]) -> dict[str, str]:
+    """The installed version of each of ``names`` that ``python`` finds ("" for none)."""
+    code = (
+        "import importlib.metadata as m, json, sys\n"
+        "def version(name):\n"
+        "    try:\n"
+        "        return m.version(name)\n"
+        "    except m.PackageNotFoundError:\n"
+        "        return ''\n"
+        "print(json.dumps({n: version(n) for n in sys.argv[1:]}))"
+    )
+    done = subprocess.run(
+        [str(python), "-c", code, *names], capture_output=True, text=True, check=True
+    )
+    found: dict[str, str] = json.loads(done.stdout)
+    return found

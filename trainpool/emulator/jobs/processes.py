@@ -115,6 +115,8 @@ class Launch:
     entries: Path | None = None
     """Where each line of its output is also written as a log entry (JSON lines; the
     guard's pumps, :mod:`trainpool.emulator.jobs.replica_guard`); None: the log only."""
+    web_access: str = ""
+    """The URI of the replica's interactive shell (``enableWebAccess``); "" when none."""
 
 
 class Replica:

@@ -18,6 +18,9 @@
 - Preemption (``preempt`` set) stops every replica the same way, as a VM going away, and
   fails the job as :data:`trainpool.emulator.jobs.failure_rules.PREEMPTION_RULE` says: no restart,
   no retry.
+- A replica that fails while the store's disk is full (``full`` says so) fails the job
+  RESOURCE_EXHAUSTED, naming the disk, whatever its exit status: a replica whose own write
+  found no room is the first to fail, and that failure is the disk's, not its code's.
 
 :class:`ReplicaRun` holds these rules as a state machine that nothing polls: ``begin()``
 starts the replicas, ``step()`` looks once at what happened and says the outcome when there
@@ -116,8 +119,11 @@ class ReplicaRun:
         wake: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
         stopper: Callable[[Callable[[], None]], object] = lambda stop: stop(),
+        full: Callable[[], OSError | None] = lambda: None,
     ) -> None:
         self.launches = launches
+        self.full = full
+        """Why the store's disk is full (an OSError naming it), None when it is not."""
         self.stopper = stopper
         """Runs a restart's stop of the old replicas (default: at once, in the caller)."""
         self.restarting: list[tuple[list[Launch], list[Replica], threading.Event]] = []
@@ -286,6 +292,19 @@ class ReplicaRun:
     def on_failure(self, replica: Replica, status: int) -> Outcome | None:
         """Restart what Vertex would restart; the job's failure when it would not."""
         name = replica.launch.name
+        full = self.full()
+        if full is not None:
+            return Outcome(
+                "FAILED",
+                CODE_RESOURCE_EXHAUSTED,
+                f"{full.strerror or full}.\n"
+                + failure_message(
+                    replica,
+                    status,
+                    "It failed with the store's disk full: the job was shut down without "
+                    "restarting it (its writes cannot succeed until there is room).",
+                ),
+            )
         if is_permanent(status):
             reason = PERMANENT_EXIT_CODES[status]
             return Outcome(

@@ -31,7 +31,7 @@ from trainpool.emulator.jobs.launches import JobContext
 from trainpool.emulator.jobs.processes import Replica
 from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
 from trainpool.emulator.jobs.replicas import Outcome
-from trainpool.emulator.records.database import keep_id
+from trainpool.emulator.records.database import is_disk_full, keep_id
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, kind_of
 from trainpool.emulator.records.resources import Kind
 from trainpool.emulator.state import EmulatorState
@@ -231,12 +231,20 @@ class Runner:
         return True
 
     # states
-    def set_state(self, name: str, state: int, started: list[Replica] | None = None) -> None:
+    def set_state(
+        self,
+        name: str,
+        state: int,
+        started: list[Replica] | None = None,
+        web_access: dict[str, str] | None = None,
+    ) -> None:
         """Move job ``name`` to ``state`` (not out of CANCELLING); RUNNING stamps its start.
         ``started``: its first replicas, recorded (:meth:`record_groups`) in the same
-        transaction."""
+        transaction; ``web_access``: its replicas' shells (``web_access_uris``)."""
 
         def change(job: Any) -> None:
+            if web_access:
+                job.web_access_uris = web_access
             if job.state == JobState.JOB_STATE_CANCELLING:
                 return
             job.state = state
@@ -303,7 +311,11 @@ class Runner:
             while self._controls and time.monotonic() < deadline:
                 self._changed.wait(deadline - time.monotonic())
         for name in self.unfinished():
-            self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
+            try:
+                self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
+            except OSError as err:  # a full disk: the next start marks it (recover)
+                if not is_disk_full(err):
+                    raise
         self.engine.close()
 
 

@@ -1,4 +1,4 @@
-"""Each replica's own working directory, fresh at every start, like a container's filesystem.
+"""Each replica's own files, fresh at every start, like a container's filesystem.
 
 On Vertex every replica is a container of its own: what one writes in its working
 directory (``./tmp``, a downloaded ``data.csv``) no other replica sees, the image itself
@@ -13,6 +13,11 @@ working directory is its image's WORKDIR in that copy. Paths of the image (``ENV
 ``ENTRYPOINT``) that point into the stored context are moved to the copy with
 :func:`relocate`. The store itself is mounted read-only for replicas where a private
 mount namespace is allowed (:mod:`trainpool.emulator.jobs.gcs_mount`).
+
+The rest of what a container's start makes new is made new with it: the replica's HOME
+(emptied: ``~/.local``, where ``pip install --user`` writes, included) and its own Python
+(:class:`trainpool.emulator.jobs.replica_python.Layer`), so nothing a start installs
+reaches the next.
 """
 
 from __future__ import annotations
@@ -21,14 +26,19 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainpool.emulator.jobs.replica_python import Layer
+
 
 @dataclass(frozen=True)
 class Workdir:
     """``root`` made fresh before each start: a copy of ``source`` (an image's build
-    context), or empty when ``source`` is None."""
+    context), or empty when ``source`` is None; ``home`` emptied and ``python`` made
+    anew with it when given."""
 
     root: Path
     source: Path | None = None
+    home: Path | None = None
+    python: Layer | None = None
 
     def fresh(self) -> None:
         if self.root.exists() or self.root.is_symlink():
@@ -38,6 +48,12 @@ class Workdir:
             self.root.mkdir()
         else:
             shutil.copytree(self.source, self.root, symlinks=True)
+        if self.home is not None:
+            if self.home.exists() or self.home.is_symlink():
+                shutil.rmtree(self.home)
+            self.home.mkdir(parents=True)
+        if self.python is not None:
+            self.python.fresh()
 
 
 def _moved(path: str, old: str, new: str) -> str:

@@ -18,6 +18,7 @@ from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.protobuf import json_format
 
+from trainpool.emulator import field_coverage
 from trainpool.emulator.pipelines.runs import PipelineRuns
 from trainpool.emulator.records.kinds import PIPELINE_JOBS
 from trainpool.emulator.state import EmulatorState
@@ -35,6 +36,10 @@ def create(
     request and :class:`trainpool.emulator.records.resources.AlreadyExists` for a taken id,
     before anything is stored."""
     job: Any = request.pipeline_job
+    fields = field_coverage.request_fields("pipeline_job", job)
+    problems = field_coverage.refusals("pipeline_job", fields)
+    if problems:
+        raise InputError(problems)
     message = pj.PipelineJob.pb(job)
     spec = json_format.MessageToDict(message.pipeline_spec)
     values = json_format.MessageToDict(message.runtime_config).get("parameterValues", {})
@@ -70,5 +75,11 @@ def create(
     job.schedule_name = schedule_name
     job.create_time = job.update_time = state.clock.now()
     state.records.insert(PIPELINE_JOBS, request.parent, job)
+    notes = field_coverage.notes("pipeline_job", fields)
+    if notes:
+        log = state.home.pipeline_run(job_id) / "run.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.writelines(f"{line}\n" for line in notes)
     runs.start(job, spec, values)
     return state.records.require(PIPELINE_JOBS, job.name)

@@ -30,6 +30,7 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.protobuf import json_format, struct_pb2
 
+from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.runner import TERMINAL, Runner
 from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TRAINING_PIPELINES, parent_of
@@ -82,8 +83,11 @@ class TrainingPipelines:
         self.records = runner.state.records
         self._lock = threading.RLock()
 
-    def create(self, parent: str, pipeline: Any, spec: dict[str, Any]) -> tp.TrainingPipeline:
-        """Store ``pipeline`` and start its backing CustomJob, which runs ``spec``."""
+    def create(
+        self, parent: str, pipeline: Any, spec: dict[str, Any], notes: list[str] | None = None
+    ) -> tp.TrainingPipeline:
+        """Store ``pipeline`` and start its backing CustomJob, which runs ``spec``; ``notes``
+        (fields the emulator does not apply) open the job's log."""
         self.runner.check_quota(spec)
         pipeline.name = (
             f"{parent}/{TRAINING_PIPELINES.collection}/{self.state.new_id('training_pipeline')}"
@@ -101,6 +105,9 @@ class TrainingPipelines:
         json_format.ParseDict({"backingCustomJob": job.name}, metadata)
         tp.TrainingPipeline.pb(pipeline).training_task_metadata.CopyFrom(metadata)
         self.records.insert(TRAINING_PIPELINES, parent, pipeline)
+        log = JobLog(self.runner.files(job.name).log)
+        for line in notes or []:
+            log(f"{line} (TrainingPipeline {pipeline.name})")
         name = pipeline.name
         self.runner.run_custom_job(job.name, on_end=lambda _: self.follow(name, final=True))
         return pipeline

@@ -302,14 +302,16 @@ class Records:
         self, kind: Kind, *, states: Iterable[int] | None = None, not_states: Iterable[int] = ()
     ) -> list[str]:
         """Names of ``kind`` (in creation order) whose state is in ``states`` (None: any) and
-        not in ``not_states``."""
-        sql = "SELECT name FROM resources WHERE kind = ?"
-        params: list[Any] = [kind.collection]
-        for chosen, op in ((states, "IN"), (not_states, "NOT IN")):
-            if chosen is None:
-                continue
-            values = [int(v) for v in chosen]
-            sql += f" AND state {op} ({','.join('?' * len(values))})"
-            params += values
-        rows = self.db.read(sql + " ORDER BY seq", params)
-        return [row["name"] for row in rows]
+        not in ``not_states``; an update a full disk holds in memory counts."""
+        rows = self.db.read(
+            "SELECT name, state FROM resources WHERE kind = ? ORDER BY seq", [kind.collection]
+        )
+        wanted = None if states is None else {int(v) for v in states}
+        unwanted = {int(v) for v in not_states}
+        found = []
+        for row in rows:
+            unsaved = self._unsaved.get(row["name"])
+            state = kind.state_of(unsaved[1]) if unsaved is not None else row["state"]
+            if (wanted is None or state in wanted) and state not in unwanted:
+                found.append(row["name"])
+        return found

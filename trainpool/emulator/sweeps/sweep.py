@@ -41,12 +41,14 @@ from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
+from trainpool.cluster_env import layout
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED, CODE_FAILED_PRECONDITION
 from trainpool.emulator.jobs.job_run import error_outcome
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.replicas import Outcome
 from trainpool.emulator.jobs.runner import Runner, job_spec_rest
+from trainpool.emulator.jobs.web_access import SCHEME
 from trainpool.emulator.records.kinds import CUSTOM_JOBS
 from trainpool.emulator.sweeps.stopping import EarlyStopping
 from trainpool.emulator.sweeps.study_fields import notes
@@ -240,6 +242,7 @@ class TuningRun:
             parameters=[Trial.Parameter(parameter_id=k, value=v) for k, v in params.items()],
             start_time=started,
             custom_job=job_name,
+            web_access_uris=self._web_access(trial_id, spec),
         )
         self.runner.update(self.name, lambda job: job.trials.append(trial))
         if self.early:
@@ -247,6 +250,20 @@ class TuningRun:
             self.early.start(trial_id, job_name, metric_file, self.started[trial_id])
         self.note(f"trial {trial_id} started with {params} as {job_name}")
         return job_name, controls
+
+    def _web_access(self, trial_id: str, spec: dict[str, Any]) -> dict[str, str]:
+        """The trial's shells when ``trialJobSpec.enableWebAccess`` ("Only available if this
+        trial is part of a HyperparameterTuningJob and the job's
+        trial_job_spec.enable_web_access field is true", ``Trial.web_access_uris``)."""
+        if not spec.get("enableWebAccess"):
+            return {}
+        files = self.runner.files(self.name, trial_id)
+        pools = layout.pool_specs(spec)
+        return {
+            f"workerpool{pool}-{index}": f"{SCHEME}{files.web_access(f'workerpool{pool}-{index}')}"
+            for pool, index in layout.replicas(spec)
+            if not (pool == 2 and layout.is_reduction_server(pools[pool]))
+        }
 
     def _finish_trial(self, number: int, trial_id: str, outcome: Outcome) -> Outcome | None:
         """Record the trial; the job's failure when this trial makes too many failures."""
