@@ -25,6 +25,7 @@ from pathlib import Path
 
 from trainpool.emulator.api.unserved import REFUSED
 from trainpool.emulator.cloud_storage.routes import ROUTES
+from trainpool.emulator.field_coverage import unapplied
 from trainpool.emulator.rest.apis import SERVED_APIS
 from trainpool.emulator.rest.routes import Route, methods_of, package_routes
 
@@ -202,6 +203,20 @@ def render() -> str:
         "|---|---|",
     ]
     lines += [f"| {' '.join(methods)} | `{pattern.pattern}` |" for methods, pattern, _ in ROUTES]
+    lines += [
+        "",
+        "## Fields of a request the emulator does not apply",
+        "",
+        "Every field of CustomJob, HyperparameterTuningJob, TrainingPipeline (its "
+        "CustomJobSpec inputs) and PipelineJob that a client may set is applied, or listed "
+        "here (`trainpool.emulator.field_coverage`, walked from the protos): **refused** with "
+        "INVALID_ARGUMENT naming it, or **logged** (accepted, and the job's log says it is "
+        "not applied). Never silently ignored.",
+        "",
+        "| field | action | why |",
+        "|---|---|---|",
+    ]
+    lines += [f"| `{f.path}` | {f.action} | {f.why.replace('|', '/')} |" for f in unapplied()]
     lines += [
         "",
         "## gcloud and gsutil commands the tests run",
