@@ -18,15 +18,18 @@ import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
 from fixtures.other_user import NOBODY, SYSTEM_PYTHON, as_another_user
+from fixtures.pipelines import compile_fixture
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
-from trainpool.vertex.clients import job_client
+from trainpool.vertex.clients import job_client, schedule_client
+from trainpool.vertex.pipelines import Target, build_pipeline_job, build_schedule
 
 pytestmark = pytest.mark.timeout(120)
 PARENT = "projects/demo/locations/us-central1"
@@ -248,6 +251,37 @@ def test_a_too_large_body_is_refused_before_it_is_read(emu: emulator.Emulator) -
     assert answer.status == 413 and "at most" in body["error"]["message"], body
 
 
+def test_an_update_mask_in_the_query_changes_only_what_it_names(
+    emu: emulator.Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PATCH .../schedules/ID?updateMask=displayName`` (a FieldMask as a query parameter,
+    ``a,b`` in JSON: https://protobuf.dev/programming-guides/json/)."""
+    target = Target("demo", "us-central1", "gs://demo-bucket/root")
+    _, job = build_pipeline_job(compile_fixture("tiny", tmp_path), target, {"pause": 0.0})
+    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+    schedule = schedule_client("us-central1").create_schedule(
+        parent=PARENT, schedule=build_schedule(job, target, "0 3 * * *", "nightly")
+    )
+    status, updated = call(
+        emu,
+        "PATCH",
+        f"/v1/{schedule.name}?updateMask=displayName",
+        {"displayName": "renamed", "cron": "0 4 * * *"},
+    )
+    assert status == 200, updated
+    assert updated["displayName"] == "renamed" and updated["cron"] == "0 3 * * *"
+    refused = error(
+        call(emu, "PATCH", f"/v1/{schedule.name}?updateMask=nosuchField", {"displayName": "x"}),
+        400,
+        "INVALID_ARGUMENT",
+    )
+    assert "nosuchField" in refused or "no_such_field" in refused or "update_mask" in refused, (
+        refused
+    )
+    status, still = call(emu, "GET", f"/v1/{schedule.name}")
+    assert still["displayName"] == "renamed", "a refused update changes nothing"
+
+
 def test_what_is_not_emulated_answers_at_once_naming_it(emu: emulator.Emulator) -> None:
     batch = error(call(emu, "POST", f"/v1/{PARENT}/batchPredictionJobs", {}), 501, "UNIMPLEMENTED")
     assert (
@@ -281,8 +315,8 @@ def test_only_the_secret_opens_the_door(emu: emulator.Emulator) -> None:
 
 
 PROBE = """
-import sys, urllib.request, urllib.error
-door, token_file = sys.argv[1], sys.argv[2]
+import http.client, ssl, sys, urllib.request, urllib.error
+door, token_file, proxy = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
     open(token_file).read()
     print("READ")
@@ -294,6 +328,13 @@ try:
     print("IN")
 except urllib.error.HTTPError as err:
     print("DOOR", err.code)
+host, port = proxy.removeprefix("http://").split(":")
+tunnel = http.client.HTTPSConnection(
+    host, int(port), context=ssl._create_unverified_context(), timeout=30
+)
+tunnel.set_tunnel("us-central1-aiplatform.googleapis.com", 443)
+tunnel.request("GET", "/v1/projects/p/locations/us-central1/customJobs")
+print("PROXY", tunnel.getresponse().status)
 """
 
 
@@ -308,6 +349,7 @@ def test_another_local_user_cannot_use_the_door(emu: emulator.Emulator) -> None:
             PROBE,
             str(emu.rest_address),
             str(emu.root / "storage.token"),
+            str(emu.proxy_address),
         ],
         capture_output=True,
         text=True,
@@ -315,4 +357,6 @@ def test_another_local_user_cannot_use_the_door(emu: emulator.Emulator) -> None:
         check=False,
     )
     assert probe.returncode == 0, probe.stderr
-    assert probe.stdout.split() == ["NOREAD", "DOOR", "403"]
+    assert probe.stdout.split() == ["NOREAD", "DOOR", "403", "PROXY", "403"], (
+        "the proxy carries requests, and gives nothing away without the secret"
+    )
