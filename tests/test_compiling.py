@@ -57,6 +57,22 @@ def test_a_project_of_another_layout_compiles_what_it_defines(tmp_path: Path) ->
     ]
 
 
+def test_a_file_written_by_another_kfp_patch_is_fresh_and_said_once(tmp_path: Path) -> None:
+    """Only the compiler's stamp (``sdkVersion``) differs: fresh, named as another kfp's; any
+    other difference beside it is stale, as before (kfp's own compiler tests drop the stamp:
+    kubeflow/pipelines sdk/python/kfp/compiler/compiler_test.py)."""
+    root = _project(tmp_path / "repo")
+    compiling.compile_all(root)
+    spec = root / "specs" / "double.yaml"
+    text = spec.read_text()
+    stamp = next(line for line in text.splitlines() if line.startswith("sdkVersion: kfp-"))
+    spec.write_text(text.replace(stamp, "sdkVersion: kfp-2.17.3"))
+    found = compiling.check_compiled(root)
+    assert found.stale == [] and found.other_kfp == {"specs/double.yaml": "kfp-2.17.3"}
+    spec.write_text(text.replace(stamp, "sdkVersion: kfp-2.17.3").replace("double", "triple"))
+    assert compiling.check_compiled(root).stale == ["specs/double.yaml"]
+
+
 def test_a_folder_without_the_table_is_no_project(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
     with pytest.raises(FileNotFoundError, match=r"\[tool.trainpool.compile\]"):

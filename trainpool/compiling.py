@@ -237,19 +237,55 @@ def compile_all(root: Path, image: str = "") -> list[Path]:
     return compile_to(root, root, image)
 
 
-def stale_files(root: Path) -> list[str]:
-    """Checked-in compiled files that differ from a fresh compile, are missing, or are left over."""
+_STAMP = re.compile(rb"^sdkVersion: kfp-[^\n]*$", re.M)
+"""The compiler's version stamp in a compiled file (kfp's own compiler tests drop it before
+comparing: kubeflow/pipelines ``sdk/python/kfp/compiler/compiler_test.py``)."""
+
+
+def _unstamped(path: Path) -> bytes:
+    return _STAMP.sub(b"sdkVersion: kfp", path.read_bytes())
+
+
+def stamps(path: Path) -> set[str]:
+    """The kfp versions stamped in ``path`` (``{"kfp-2.17.0"}``)."""
+    return {m.decode().split(": ", 1)[1] for m in _STAMP.findall(path.read_bytes())}
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """What a check found: ``stale`` files (and why), and files that differ from a fresh
+    compile only in the compiler's version stamp (``other_kfp``: path -> its stamp)."""
+
+    stale: list[str]
+    other_kfp: dict[str, str]
+
+
+def check_compiled(root: Path) -> Freshness:
+    """Compile ``root`` afresh and compare with the checked-in files. A file whose only
+    difference is the compiler's version stamp (``sdkVersion``: a kfp of another patch
+    version wrote it) is fresh, and named in ``other_kfp``; any other difference is stale."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh = {str(p.relative_to(tmp)): p for p in compile_to(root, Path(tmp))}
-        stale = []
+        stale: list[str] = []
+        other: dict[str, str] = {}
         for rel, path in sorted(fresh.items()):
             checked_in = root / rel
-            if not checked_in.exists() or not filecmp.cmp(path, checked_in, shallow=False):
-                stale.append(rel)
+            if checked_in.exists() and filecmp.cmp(path, checked_in, shallow=False):
+                continue
+            if checked_in.exists() and _unstamped(path) == _unstamped(checked_in):
+                other[rel] = ", ".join(sorted(stamps(checked_in)))
+                continue
+            stale.append(rel)
         for folder in output_folders(root):
             for leftover in sorted((root / folder).glob("*.yaml")):
                 rel = str(leftover.relative_to(root))
                 if rel not in fresh:
                     stale.append(f"{rel} (no component or pipeline compiles to it)")
         image = stale_image(root)
-        return stale + ([image] if image else [])
+        return Freshness(stale + ([image] if image else []), other)
+
+
+def stale_files(root: Path) -> list[str]:
+    """Checked-in compiled files that differ from a fresh compile (beyond the compiler's
+    version stamp), are missing, or are left over."""
+    return check_compiled(root).stale

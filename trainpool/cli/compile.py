@@ -20,9 +20,21 @@ def compile_command(
     except FileNotFoundError as err:
         fail(str(err))
     if check:
-        stale = compiling.stale_files(root)
-        if stale:
-            fail("stale compiled files (run `trainpool compile`):\n  " + "\n  ".join(stale), 1)
+        found = compiling.check_compiled(root)
+        if found.other_kfp:
+            import kfp
+
+            written = ", ".join(sorted(set(found.other_kfp.values())))
+            typer.echo(
+                f"{len(found.other_kfp)} compiled file(s) were written by another kfp ({written}; "
+                f"this is kfp-{kfp.__version__}) and differ in nothing else: fresh",
+                err=True,
+            )
+        if found.stale:
+            fail(
+                "stale compiled files (run `trainpool compile`):\n  " + "\n  ".join(found.stale),
+                1,
+            )
         typer.echo("compiled files are up to date")
         return
     for path in compiling.compile_all(root):
