@@ -35,7 +35,7 @@ from google.cloud.artifactregistry_v1.services.artifact_registry.transports impo
 from google.protobuf import empty_pb2, field_mask_pb2
 
 import trainpool.emulator as emulator
-from trainpool.emulator.api.artifact_registry import push_problem, repository_of
+from trainpool.emulator.records.repositories import push_problem, repository_of
 
 pytestmark = pytest.mark.timeout(120)
 LOCATION = "us-central1"

@@ -52,12 +52,12 @@ from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, already_exists, not_found, service
 from trainpool.emulator.jobs.runner import Runner
 from trainpool.emulator.records.operations import pack
-from trainpool.emulator.records.resources import AlreadyExists, Kind
+from trainpool.emulator.records.repositories import REPOSITORIES
+from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
 
 SERVICE = "google.devtools.artifactregistry.v1.ArtifactRegistry"
-REPOSITORIES = Kind("repositories", ar.Repository, "Repository")
 REPOSITORY_ID = re.compile(r"[a-z](?:[a-z0-9-]{0,61}[a-z0-9])?")
 REPOSITORY_RULE = (
     "lowercase letters, digits and hyphens, starting with a letter and ending with a letter "
@@ -67,7 +67,6 @@ MULTI_REGIONS = ("asia", "europe", "us")
 UPDATABLE = ("description", "labels")
 ALREADY_EXISTS = "the repository already exists"
 NOT_FOUND = "Requested entity was not found"
-_HOST = re.compile(r"([a-z0-9-]+)-docker\.pkg\.dev")
 
 
 def check_parent(parent: str, field: str = "parent") -> None:
@@ -105,49 +104,6 @@ def registry_uri(name: str, format_: ar.Repository.Format) -> str:
     ``/`` there)."""
     _, project, _, location, _, repository_id = name.split("/")
     return f"{location}-{format_.name.lower()}.pkg.dev/{project.replace(':', '/')}/{repository_id}"
-
-
-def repository_of(image: str) -> str | None:
-    """The repository a Docker image name of Artifact Registry names
-    (``LOCATION-docker.pkg.dev/PROJECT/REPOSITORY/IMAGE[:TAG|@DIGEST]`` ->
-    ``projects/PROJECT/locations/LOCATION/repositories/REPOSITORY``), or None for any other
-    image name."""
-    host, _, path = image.partition("/")
-    match = _HOST.fullmatch(host)
-    if match is None:
-        return None
-    parts = path.split("@", 1)[0].split("/")
-    if parts and "." in parts[0] and len(parts) > 1:  # a domain-scoped project: example.com/p
-        parts = [f"{parts[0]}:{parts[1]}", *parts[2:]]
-    if len(parts) < 3 or not all(parts):
-        return None
-    return f"projects/{parts[0]}/locations/{match.group(1)}/repositories/{parts[1]}"
-
-
-def push_problem(state: EmulatorState, image: str) -> str | None:
-    """What a push of ``image`` would meet on Google Cloud and not here: its Artifact
-    Registry repository was not created (Google answers "name unknown: Repository ...
-    not found"), or holds another format than Docker. None when nothing (or the image is not
-    an Artifact Registry name)."""
-    name = repository_of(image)
-    if name is None:
-        return None
-    found = state.records.get(REPOSITORIES, name)
-    _, project, _, location, _, repository_id = name.split("/")
-    if found is None:
-        return (
-            f"WARNING: {image}: repository {name} was not created in the emulator, so on "
-            f'Google Cloud this push fails (name unknown: Repository "{repository_id}" not '
-            "found); pushed to the local image store anyway. Create it first: gcloud artifacts "
-            f"repositories create {repository_id} --repository-format=docker "
-            f"--location={location} --project={project}"
-        )
-    if found.format_ != ar.Repository.Format.DOCKER:
-        return (
-            f"WARNING: {image}: repository {name} is a {found.format_.name} repository, so on "
-            "Google Cloud this Docker push fails; pushed to the local image store anyway"
-        )
-    return None
 
 
 def handler(state: EmulatorState, runner: Runner) -> Service:

@@ -28,8 +28,8 @@ from typing import Any
 from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 
 from trainpool.cluster_env.gcs import to_path
-from trainpool.emulator.api.artifact_registry import push_problem
 from trainpool.emulator.records.kinds import BUILDS
+from trainpool.emulator.records.repositories import push_problem
 from trainpool.emulator.state import EmulatorState
 from trainpool.images import archives, context, local_store
 
@@ -136,7 +136,7 @@ class LocalBuilds:
         (as on Cloud Build): no job can then run from its image names. An Artifact Registry
         image whose repository was not created is pushed all the same, the log saying that
         on Google Cloud the push fails
-        (:func:`trainpool.emulator.api.artifact_registry.push_problem`).
+        (:func:`trainpool.emulator.records.repositories.push_problem`).
         """
         with self._lock:
             current = self.records.require(BUILDS, build.name)
