@@ -48,7 +48,6 @@ REFUSED_SUFFIXES = (
     ".gcr.io",
     ".pkg.dev",
     ".google.internal",
-    ".googleapis.com.",
 )
 REFUSED_HOSTS = ("google.com", "gcr.io", "pkg.dev", "metadata.google.internal", "169.254.169.254")
 Serve = Callable[[Any, tuple[str, int], str], None]
