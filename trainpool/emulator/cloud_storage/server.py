@@ -15,11 +15,7 @@ text, never a dropped connection.
 from __future__ import annotations
 
 import logging
-import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from trainpool.emulator.cloud_storage import routes
@@ -33,14 +29,12 @@ from trainpool.emulator.cloud_storage.access import (
 from trainpool.emulator.cloud_storage.bodies import CHUNK, DEFAULT_LIMIT, Body, too_large
 from trainpool.emulator.cloud_storage.objects import ApiError, Objects, not_served
 from trainpool.emulator.cloud_storage.uploads import Uploads
+from trainpool.emulator.loopback import Loopback, QuietHandler
 from trainpool.home import Home
 
 _log = logging.getLogger(__name__)
 _DRAIN = 1 << 20
 """An unread body up to this size is read and dropped, so the client gets the answer."""
-SHUTDOWN_POLL_S = 0.05
-"""How often the serving loop looks for a stop (socketserver's default, 0.5 s, made every
-emulator's stop wait about that long)."""
 UNAUTHORISED = (
     "this Cloud Storage door serves its owner only; accepted: the URL with the root's secret "
     "(STORAGE_EMULATOR_HOST as the emulator printed it) or Authorization: Bearer <secret> "
@@ -57,21 +51,8 @@ def _error(err: ApiError) -> routes.Response:
     return routes.Response.json({"error": error}, err.status)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(QuietHandler):
     server: StorageServer
-
-    def setup(self) -> None:
-        """An answer's head and body are separate writes: without ``TCP_NODELAY`` the body
-        waits for the client's delayed ACK of the head (40 ms per request on Linux)."""
-        super().setup()
-        try:
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-        pass
 
     def _is_token_request(self) -> bool:
         return self.command == "POST" and urlsplit(self.path).path in TOKEN_PATHS
@@ -181,20 +162,18 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _dispatch  # noqa: N815
 
 
-class StorageServer(ThreadingHTTPServer):
+class StorageServer(Loopback):
     """The JSON API door of one store on ``127.0.0.1``: ``address`` is
     ``http://127.0.0.1:PORT/<secret>`` (``key`` holds both); no object over ``limit`` bytes.
     The secret is also written, alone, to ``<root>/storage.token`` (mode 0600) for gcloud."""
 
-    daemon_threads = True
-
     def __init__(
         self, home: Home, port: int = 0, limit: int = DEFAULT_LIMIT, secret: str = ""
     ) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
+        super().__init__(_Handler, port, "storage-json-api")
         self.limit = limit
         self.key = DoorKey(
-            f"http://127.0.0.1:{self.server_address[1]}",
+            f"http://127.0.0.1:{self.port}",
             secret or new_secret(),
             Path(home.storage_token),
         )
@@ -203,17 +182,9 @@ class StorageServer(ThreadingHTTPServer):
         self.address = self.key.url
         objects = Objects(home.gcs, self.address)
         self.store = routes.Store(objects, Uploads(objects, home.storage_uploads, limit))
-        self._thread = threading.Thread(
-            target=self.serve_forever, args=(SHUTDOWN_POLL_S,), name="storage-json-api", daemon=True
-        )
-
-    def start(self) -> StorageServer:
-        self._thread.start()
-        return self
 
     def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
+        super().stop()
         self.store.uploads.close()
 
 

@@ -32,11 +32,12 @@ import select
 import socket
 import socketserver
 import ssl
-import threading
 import urllib.request
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
+
+from trainpool.emulator.loopback import Loopback
 
 _log = logging.getLogger(__name__)
 MAX_HEAD = 64 * 1024
@@ -197,11 +198,8 @@ def relay(one: socket.socket, other: socket.socket) -> None:
                 pass
 
 
-class ProxyServer(socketserver.ThreadingTCPServer):
+class ProxyServer(Loopback):
     """The proxy on ``127.0.0.1``; ``address`` is ``http://127.0.0.1:PORT``."""
-
-    daemon_threads = True
-    allow_reuse_address = True
 
     def __init__(
         self,
@@ -210,15 +208,12 @@ class ProxyServer(socketserver.ThreadingTCPServer):
         grpc_address: str,
         port: int = 0,
     ) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
+        super().__init__(_Handler, port, "https-proxy")
         self.tls = tls
         self.serve_http = serve_http
         self.grpc_address = grpc_address
-        self.address = f"http://127.0.0.1:{self.server_address[1]}"
+        self.address = f"http://127.0.0.1:{self.port}"
         self.upstream = _upstream(self.address)
-        self._thread = threading.Thread(
-            target=self.serve_forever, args=(0.05,), name="https-proxy", daemon=True
-        )
 
     def join_grpc(self, tls: ssl.SSLSocket) -> None:
         """An HTTP/2 client (gRPC) joined to the emulator's gRPC server."""
@@ -234,14 +229,6 @@ class ProxyServer(socketserver.ThreadingTCPServer):
             tls.close()
             return
         relay(tls, remote)
-
-    def start(self) -> ProxyServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
 
 
 def bypassed(host: str) -> bool:

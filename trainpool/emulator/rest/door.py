@@ -29,9 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -48,6 +45,7 @@ from trainpool.emulator.api.unserved import message as unserved_message
 from trainpool.emulator.cloud_storage.access import TOKEN_PATHS, DoorKey, token_grant
 from trainpool.emulator.cloud_storage.bodies import Body
 from trainpool.emulator.cloud_storage.objects import ApiError
+from trainpool.emulator.loopback import Loopback, QuietHandler
 from trainpool.emulator.rest import errors, transcode
 from trainpool.emulator.rest.apis import SERVED_APIS, api_of
 from trainpool.emulator.rest.routes import Routers
@@ -61,7 +59,6 @@ TOKEN_APIS = ("oauth2", "www")
 MAX_BODY = 10 << 20
 """The largest request body read (Google's front end takes 10 MiB+ for most APIs; the
 emulator's own bound)."""
-SHUTDOWN_POLL_S = 0.05
 UNAUTHORISED = (
     "this REST door serves its owner only; accepted: Authorization: Bearer <secret> (the "
     "token gcloud sends under `trainpool exec`, `gcloud auth print-access-token`, the root's "
@@ -88,21 +85,8 @@ def _host_and_path(path: str, host_header: str) -> tuple[str, str]:
     return host_header.split(":")[0], path
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(QuietHandler):
     server: RestDoor
-
-    def setup(self) -> None:
-        """An answer's head and body are two writes: without ``TCP_NODELAY`` the second
-        waits for the client's delayed ACK of the first (40 ms per call on Linux)."""
-        super().setup()
-        try:
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
-        pass
 
     def _dispatch(self) -> None:
         body: list[Body] = []
@@ -225,31 +209,18 @@ def _no_route(door: RestDoor, api: str, verb: str, path: str, host: str) -> Answ
     return Answer.error(grpc.StatusCode.NOT_FOUND, text)
 
 
-class RestDoor(ThreadingHTTPServer):
+class RestDoor(Loopback):
     """The REST door on ``127.0.0.1``; ``address`` is ``http://127.0.0.1:PORT``."""
 
-    daemon_threads = True
-
     def __init__(self, state: Any, key: DoorKey, port: int = 0) -> None:
-        super().__init__(("127.0.0.1", port), _Handler)
+        super().__init__(_Handler, port, "rest-door")
         self.state = state
-        self.address = f"http://127.0.0.1:{self.server_address[1]}"
+        self.address = f"http://127.0.0.1:{self.port}"
         self.key = DoorKey(self.address, key.secret, key.token_file)
         self.routers = Routers(SERVED_APIS)
-        self._thread = threading.Thread(
-            target=self.serve_forever, args=(SHUTDOWN_POLL_S,), name="rest-door", daemon=True
-        )
 
     def service(self, name: str) -> Service | None:
         found = self.state.services.get(name)
         if found is None and self.state.twins is not None:
             found = self.state.twins.get(name)
         return found
-
-    def start(self) -> RestDoor:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.shutdown()
-        self.server_close()
