@@ -184,11 +184,21 @@ class MetadataRecords:
 
     # -- artifacts, executions, contexts, schemas -----------------------------------------
 
-    def create(self, kind: Kind, parent: str, resource_id: str, resource: Any, field: str) -> Any:
+    def create(
+        self,
+        kind: Kind,
+        parent: str,
+        resource_id: str,
+        resource: Any,
+        field: str,
+        *,
+        trusted: bool = False,
+    ) -> Any:
         """Store ``resource`` (a Context, Artifact, Execution or MetadataSchema) in store
-        ``parent`` with id ``resource_id`` (generated when empty)."""
+        ``parent`` with id ``resource_id`` (generated when empty; ``trusted``: the
+        emulator's own, such as a PipelineJob's id, not checked)."""
         self.require_store(parent)
-        if resource_id and not ID.fullmatch(resource_id):
+        if resource_id and not trusted and not ID.fullmatch(resource_id):
             raise InputError.of(field, f"{brief(resource_id)}; accepted: {ID_RULE}")
         resource_id = resource_id or self.state.new_id("metadata")
         resource.name = f"{parent}/{kind.collection}/{resource_id}"
