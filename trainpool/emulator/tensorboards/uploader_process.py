@@ -12,10 +12,11 @@ ended, as ``_end_uploading`` ends them. Its clients reach the emulator through t
 hook on its ``PYTHONPATH``.
 
 The SDK's uploader imports ``tensorflow`` for type annotations only; where TensorFlow is
-not installed (TensorBoard alone, the ``tensorboard`` extra), a module standing for it
-gives those annotations tensorboard's own protos (``Event``, ``Summary``,
-``SummaryMetadata``): TensorBoard reads event files without TensorFlow itself
-(``tensorboard.compat.tensorflow_stub``). Self-contained: no trainpool import.
+not installed (TensorBoard alone, the ``tensorboard`` extra), TensorBoard's own stand-in
+for it (``tensorboard.compat.tensorflow_stub``, with which TensorBoard reads event files
+without TensorFlow) is that module, its ``compat.v1`` given the three protos those
+annotations name (``Event``, ``Summary``, ``SummaryMetadata``). Self-contained: no
+trainpool import.
 """
 
 from __future__ import annotations
@@ -23,23 +24,20 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
-import types
 
 
 def _tensorflow_for_annotations() -> None:
     try:
         import tensorflow  # noqa: F401
     except ImportError:
+        from tensorboard.compat import tensorflow_stub
         from tensorboard.compat.proto import event_pb2, summary_pb2
 
-        module = types.ModuleType("tensorflow")
-        v1 = types.SimpleNamespace(
-            Event=event_pb2.Event,
-            Summary=summary_pb2.Summary,
-            SummaryMetadata=summary_pb2.SummaryMetadata,
-        )
-        module.compat = types.SimpleNamespace(v1=v1)  # type: ignore[attr-defined]
-        sys.modules["tensorflow"] = module
+        v1 = tensorflow_stub.compat.v1
+        v1.Event = event_pb2.Event
+        v1.Summary = summary_pb2.Summary
+        v1.SummaryMetadata = summary_pb2.SummaryMetadata
+        sys.modules["tensorflow"] = tensorflow_stub  # TensorBoard's own reader uses it too
 
 
 def main(argv: list[str] | None = None) -> int:
