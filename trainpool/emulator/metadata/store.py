@@ -255,7 +255,13 @@ class MetadataRecords:
 
             def change(current: Any) -> None:
                 for path in fields:
-                    setattr(current, path, getattr(resource, path))
+                    if path == "metadata":  # a Struct: copied whole, or cleared when unset
+                        raw, given = kind.message.pb(current), kind.message.pb(resource)
+                        raw.ClearField("metadata")
+                        if given.HasField("metadata"):
+                            raw.metadata.CopyFrom(given.metadata)
+                    else:
+                        setattr(current, path, getattr(resource, path))
                 current.etag = new_etag
 
             return self.records.update(kind, resource.name, change)
