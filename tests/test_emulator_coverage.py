@@ -28,7 +28,9 @@ def test_the_page_says_what_is_served_and_what_is_not() -> None:
     )
     assert re.search(r"\| CreateBatchPredictionJob \| [^|]+ \| not emulated \|", page)
     assert "| TailLogEntries | `POST /v2/entries:tail` | served |" in page
-    assert "| `google.cloud.aiplatform.v1.MetadataService` |" in page, "a service not served"
+    assert "| `google.cloud.aiplatform.v1.EndpointService` |" in page, "a service not served"
+    assert "### `google.cloud.aiplatform.v1.MetadataService`: 32 of 32 methods served" in page
+    assert "| ReadTensorboardBlobData |" in page and "28 of 30 methods served" in page
 
 
 @pytest.mark.parametrize(("command", "what", "test"), coverage.GCLOUD_COMMANDS)

@@ -241,7 +241,7 @@ def test_every_field_of_the_protos_is_applied_refused_logged_or_output() -> None
     )
     assert {f.path for f in field_coverage.unapplied()} >= {
         "custom_job.job_spec.persistent_resource_id",
-        "custom_job.job_spec.tensorboard",
+        "hyperparameter_tuning_job.trial_job_spec.tensorboard",
         "training_pipeline.input_data_config",
     }
 

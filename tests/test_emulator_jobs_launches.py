@@ -25,6 +25,8 @@ from trainpool.vertex.clients import job_client
 pytestmark = pytest.mark.timeout(60)
 
 PARENT = "projects/demo/locations/us-central1"
+from trainpool.redirect import SITE  # noqa: E402
+
 SENTINELS = {
     "GOOGLE_APPLICATION_CREDENTIALS": "/home/me/.config/gcloud/key.json",
     "AWS_SECRET_ACCESS_KEY": "secret",
@@ -70,7 +72,10 @@ def test_a_replica_sees_none_of_the_emulators_environment(client: Any, tmp_path:
     # gcloud in a replica works in the job's project, as on Vertex (its metadata server's
     # project), never in the one the emulator's own shell had
     assert env.get("CLOUDSDK_CORE_PROJECT", "demo") == "demo"
-    assert not (set(SENTINELS) - {"CLOUDSDK_CORE_PROJECT"}) & set(env)
+    # PYTHONPATH holds the hook that points the trainer's Google clients at the emulator
+    # (jobs/vertex_access.py), nothing of the emulator's own
+    assert env["PYTHONPATH"] == str(SITE)
+    assert not (set(SENTINELS) - {"CLOUDSDK_CORE_PROJECT", "PYTHONPATH"}) & set(env)
     job_id = done.name.rsplit("/", 1)[-1]
     assert env["HOME"] == str(tmp_path.resolve() / "root" / "jobs" / job_id / "home/workerpool0-0")
     assert env["A"] == "1" and env["LANG"] == "C.UTF-8"
@@ -81,7 +86,7 @@ def test_a_pools_pythonpath_is_kept(client: Any, tmp_path: Path) -> None:
     dump = tmp_path / "env.json"
     pool = command([sys.executable, "-c", DUMP, str(dump)], {"PYTHONPATH": "/opt/mine"})
     assert run(client, pool).state == JobState.JOB_STATE_SUCCEEDED
-    assert json.loads(dump.read_text())["PYTHONPATH"] == "/opt/mine"
+    assert json.loads(dump.read_text())["PYTHONPATH"] == f"{SITE}:/opt/mine"
     package = tmp_path / "pkg"
     (package / "dumper").mkdir(parents=True)
     (package / "dumper" / "__init__.py").write_text("")
@@ -94,7 +99,7 @@ def test_a_pools_pythonpath_is_kept(client: Any, tmp_path: Path) -> None:
         "env": [{"name": "PYTHONPATH", "value": "/opt/mine"}],
     }
     assert run(client, {"python_package_spec": spec}).state == JobState.JOB_STATE_SUCCEEDED
-    assert json.loads(dump.read_text())["PYTHONPATH"] == f"{package}:/opt/mine"
+    assert json.loads(dump.read_text())["PYTHONPATH"] == f"{SITE}:{package}:/opt/mine"
 
 
 WRITE_GCS = (

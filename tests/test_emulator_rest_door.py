@@ -288,8 +288,8 @@ def test_what_is_not_emulated_answers_at_once_naming_it(emu: emulator.Emulator) 
         "JobService.CreateBatchPredictionJob" in batch
         and "serves other methods of JobService" in batch
     )
-    metadata = error(call(emu, "GET", f"/v1/{PARENT}/metadataStores/default"), 501, "UNIMPLEMENTED")
-    assert "google.cloud.aiplatform.v1.MetadataService is not served" in metadata
+    endpoints = error(call(emu, "GET", f"/v1/{PARENT}/endpoints/1"), 501, "UNIMPLEMENTED")
+    assert "google.cloud.aiplatform.v1.EndpointService is not served" in endpoints
     compute = error(
         call(emu, "GET", "/compute/v1/projects/demo/zones", host="compute.googleapis.com"),
         403,

@@ -124,16 +124,17 @@ _SPEC_RULES = {
         "(CustomJobSpec.persistent_resource_id); accepted: empty (on-demand machines)",
     ),
     "tensorboard": Rule(
-        LOGGED,
-        "nothing is uploaded to a Vertex TensorBoard locally: the logs stay in "
-        "AIP_TENSORBOARD_LOG_DIR; without service_account it is refused as Vertex refuses it "
-        "('custom_job.job_spec.service_account must be specified when uploading to "
-        "TensorBoard', kubeflow/pipelines#7123)",
+        APPLIED,
+        "tensorboards/uploads.py: AIP_TENSORBOARD_LOG_DIR is uploaded to it while the job runs, "
+        "by the Vertex AI SDK's uploader, into the experiment named after the job; refused "
+        "without service_account, as Vertex refuses it ('custom_job.job_spec.service_account "
+        "must be specified when uploading to TensorBoard', kubeflow/pipelines#7123), and when "
+        "it does not exist or is in another region (api/job_links.py)",
     ),
     "service_account": Rule(
         LOGGED,
-        f"{LOCAL}, run as this machine's user; Cloud Storage is reached through the "
-        "emulator's door, whatever the account",
+        f"{LOCAL}, run as this machine's user; Cloud Storage and the Vertex AI API are "
+        "reached through the emulator's doors, whatever the account",
     ),
     "network": Rule(LOGGED, f"{LOCAL}, on this machine's network"),
     "reserved_ip_ranges": Rule(LOGGED, f"{LOCAL}, on this machine's network"),
@@ -144,8 +145,17 @@ _SPEC_RULES = {
     "enable_dashboard_access": Rule(
         LOGGED, "no dashboard is proxied; enable_web_access gives a shell into each replica"
     ),
-    "experiment": Rule(LOGGED, "Vertex AI Experiments are not emulated: nothing is recorded"),
-    "experiment_run": Rule(LOGGED, "Vertex AI Experiments are not emulated: nothing is recorded"),
+    "experiment": Rule(
+        APPLIED,
+        "AIP_EXPERIMENT_NAME in every replica (jobs/vertex_access.py), so the SDK in the "
+        "trainer logs to it; refused without service_account, as the SDK documents it, and "
+        "when it is not an Experiment of the job's location (api/job_links.py)",
+    ),
+    "experiment_run": Rule(
+        APPLIED,
+        "AIP_EXPERIMENT_RUN_NAME in every replica (jobs/vertex_access.py); refused without "
+        "experiment or when it is not a run of that Experiment (api/job_links.py)",
+    ),
     "models": Rule(LOGGED, "no model is mapped to artifact URIs for the job"),
 }
 _RULES = {
@@ -236,8 +246,8 @@ _RULES = {
     ),
     "pipeline_job.runtime_config.input_artifacts": Rule(
         REFUSED,
-        "artifacts of Vertex ML Metadata are not emulated; accepted: parameters (a gs:// "
-        "URI as a string parameter)",
+        "a local run cannot be given a stored ML Metadata artifact as a pipeline input; "
+        "accepted: parameters (a gs:// URI as a string parameter)",
     ),
     "pipeline_job.encryption_spec": Rule(LOGGED, "nothing is encrypted with the key locally"),
     "pipeline_job.service_account": Rule(
@@ -257,6 +267,12 @@ _RULES = {
 RULES: dict[str, Rule] = {
     **_RULES,
     **{f"{spec}.{path}": rule for spec in SPECS for path, rule in _SPEC_RULES.items()},
+    "hyperparameter_tuning_job.trial_job_spec.tensorboard": Rule(
+        LOGGED,
+        "a sweep's trials' TensorBoard logs are not uploaded: they stay in each trial's "
+        "AIP_TENSORBOARD_LOG_DIR (a CustomJob's are uploaded); refused without "
+        "service_account, as Vertex refuses it (kubeflow/pipelines#7123)",
+    ),
 }
 """Each rule by the path it sits on (``{spec}`` rules are repeated at every spec)."""
 
@@ -385,19 +401,29 @@ def refusals(resource: str, data: dict[str, Any]) -> list[Problem]:
     for spec in SPECS:
         head, _, rest = spec.partition(".")
         inner = data.get(rest) if head == resource else None
-        if (
-            isinstance(inner, dict)
-            and inner.get("tensorboard")
-            and not inner.get("service_account")
+        if not isinstance(inner, dict) or inner.get("service_account"):
+            continue
+        for needs, why in (
+            (
+                "tensorboard",
+                "must be specified when uploading to TensorBoard ({spec}.tensorboard is "
+                "{value}: Vertex's answer, kubeflow/pipelines#7123); accepted: a service "
+                "account email, or no tensorboard",
+            ),
+            (
+                "experiment",
+                "must be specified with an experiment ({spec}.experiment is {value}: "
+                "'`service_account` is required with provided `experiment`', the Vertex AI "
+                "SDK's CustomJob.run); accepted: a service account email, or no experiment",
+            ),
         ):
-            problems.append(
-                Problem(
-                    f"{spec}.service_account",
-                    f"must be specified when uploading to TensorBoard ({spec}.tensorboard is "
-                    f"{inner['tensorboard']!r}: Vertex's answer, kubeflow/pipelines#7123); "
-                    "accepted: a service account email, or no tensorboard",
+            if inner.get(needs):
+                problems.append(
+                    Problem(
+                        f"{spec}.service_account",
+                        why.format(spec=spec, value=brief(inner[needs], 120)),
+                    )
                 )
-            )
     return problems
 
 

@@ -28,12 +28,14 @@ from trainpool.emulator.api import (
     job_service,
     local_service,
     logging_service,
+    metadata_service,
     model_service,
     operations_service,
     pipeline_service,
     resource_manager,
     schedule_service,
     service_usage,
+    tensorboard_service,
 )
 from trainpool.emulator.api.rpc import Service, close_log, open_log
 from trainpool.emulator.api.unserved import Unserved
@@ -56,6 +58,8 @@ SERVICES: tuple[ModuleType, ...] = (
     pipeline_service,
     model_service,
     schedule_service,
+    metadata_service,
+    tensorboard_service,
     operations_service,
     logging_service,
     cloud_build,

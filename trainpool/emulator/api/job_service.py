@@ -16,7 +16,7 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
-from trainpool.emulator.api import requests
+from trainpool.emulator.api import job_links, requests
 from trainpool.emulator.api.rpc import Service, precondition, service
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.runner import TERMINAL, Runner, job_spec_rest
@@ -45,6 +45,9 @@ class JobService:
         fields = requests.check_fields("custom_job", job)
         spec = job_spec_rest(job.job_spec)
         warnings = requests.check_job_spec(spec)
+        location = request.parent.split("/")[3]
+        job_links.check(self.state, spec, location, "custom_job.job_spec")
+        job_links.check_tensorboard(self.state, spec, location, "custom_job.job_spec")
         self.runner.check_quota(spec)
         job = self.runner.create(CUSTOM_JOBS, request.parent, job)
         self._note(job.name, warnings)
@@ -69,6 +72,12 @@ class JobService:
         fields = requests.check_fields("hyperparameter_tuning_job", job)
         spec = job_spec_rest(job.trial_job_spec)
         warnings = requests.check_job_spec(spec, "hyperparameter_tuning_job.trial_job_spec")
+        job_links.check(
+            self.state,
+            spec,
+            request.parent.split("/")[3],
+            "hyperparameter_tuning_job.trial_job_spec",
+        )
         requests.check_study(
             study_spec_rest(job.study_spec),
             job.max_trial_count,

@@ -43,7 +43,7 @@ class PipelineService:
     # PipelineJobs
     def get_job(self, name: str) -> Any:
         job = requests.existing(self.records, PIPELINE_JOBS, name)
-        return job if job.state in TERMINAL else self.runs.fill_details(job)
+        return self.runs.read(job if job.state in TERMINAL else self.runs.fill_details(job))
 
     def create_job(self, request: ps.CreatePipelineJobRequest) -> Any:
         """The one create path (:func:`trainpool.emulator.pipelines.jobs.create`), which a
@@ -76,6 +76,7 @@ class PipelineService:
 
     def list_jobs(self, request: ps.ListPipelineJobsRequest) -> ps.ListPipelineJobsResponse:
         found, token = requests.list_page(self.records, PIPELINE_JOBS, request)
+        found = [self.runs.read(job) for job in found]
         return ps.ListPipelineJobsResponse(pipeline_jobs=found, next_page_token=token)
 
     # TrainingPipelines

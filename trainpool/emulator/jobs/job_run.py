@@ -43,6 +43,7 @@ from trainpool.emulator.jobs.processes import Launch, Replica
 from trainpool.emulator.jobs.quota import Quota, Ticket, replica_slots
 from trainpool.emulator.jobs.replicas import Outcome, ReplicaRun, controlled
 from trainpool.emulator.records.database import MIN_FREE_BYTES, DiskFull, is_disk_full
+from trainpool.emulator.tensorboards import uploads
 from trainpool.spec.timing import duration_seconds
 
 
@@ -117,6 +118,7 @@ class JobRun:
         self.timer: Timer | None = None
         self.waited = False
         self.first: list[Replica] | None = []
+        self.upload: uploads.Upload | None = None
 
     def start(self) -> None:
         """Ask the quota for the job's replicas; it runs when they are its."""
@@ -200,6 +202,19 @@ class JobRun:
         self.runner.set_state(
             self.name, JobState.JOB_STATE_RUNNING, started=first or [], web_access=access
         )
+        if self.ctx.trial_id is None:  # a trial's logs stay in its folder (field_coverage)
+            try:
+                self.upload = uploads.start(
+                    self.ctx.job_id,
+                    self.spec,
+                    self.ctx.files,
+                    self.ctx.home.gcs,
+                    self.ctx.vertex_address,
+                    self.ctx.storage_env,
+                    self.note,
+                )
+            except OSError as err:
+                self.note(f"the TensorBoard uploader could not start: {err}")
         self._step()
 
     def _started(self, replicas: list[Replica]) -> None:
@@ -236,16 +251,19 @@ class JobRun:
         if self.timer is not None:
             self.timer.cancel()
         run = self.run
+        upload, self.upload = self.upload, None
         try:
             stopping = run is not None and run.running()
         except Exception:  # noqa: BLE001 - when in doubt, stop as usual
             stopping = True
-        if stopping:
-            assert run is not None
+        if stopping or upload is not None:
 
             def stop() -> None:  # on the stopping pool: the grace period holds no job thread
                 try:
-                    run.close()
+                    if run is not None:
+                        run.close()
+                    if upload is not None:  # its last cycle, before the end is told
+                        upload.finish()
                 finally:
                     self.serial.send(lambda: self._ended(outcome))
 
@@ -253,7 +271,8 @@ class JobRun:
                 self.runner.engine.stops.submit(stop)
                 return
             except RuntimeError:  # the engine is shut down (the emulator stops): stop here
-                pass
+                if upload is not None:
+                    upload.finish(timeout_s=5)
         if run is not None:
             try:
                 run.close()  # forgets the replicas' groups (waits only on a stopped engine)

@@ -46,6 +46,7 @@ from trainpool.emulator.jobs import (
     packages,
     replica_python,
     storage_access,
+    vertex_access,
     web_access,
 )
 from trainpool.emulator.jobs.processes import Launch
@@ -80,6 +81,9 @@ class JobContext:
     trial_id: str | None = None
     storage_env: Mapping[str, str] = field(default_factory=dict)
     """What points Cloud Storage clients at the door ({} when the emulator serves none)."""
+    vertex_address: str = ""
+    """This emulator's address, which replicas' Vertex AI clients are pointed at
+    (:mod:`.vertex_access`; "" : not pointed)."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,12 @@ def plan_launches(
         note(f"the image store is writable by replicas on this machine: {mount.read_only_why}")
     if not ctx.storage_env:
         note(storage_access.NO_DOOR_NOTE)
+    if ctx.vertex_address:
+        note(
+            vertex_access.NOTE.format(
+                env="VERTEX_AI_EMULATOR_HOST", address=ctx.vertex_address, site=vertex_access.SITE
+            )
+        )
     stores = (ctx.home.images, ctx.home.environments, *_emulator_python(ctx.home.root))
     bases: dict[int, replica_python.Base] = {}
     for pool, index in layout.replicas(spec):
@@ -172,6 +182,7 @@ def plan_launches(
             )
         )
         env.update(storage_access.storage_env(ctx.storage_env, ctx.project, home))
+        env.update(vertex_access.vertex_env(ctx.vertex_address, spec, ctx.region, env))
         env[LOCAL_ROOT_ENV] = str(gcs_root)
         env["PYTHONUNBUFFERED"] = "1"
         log = ctx.files.replica_log(name)

@@ -127,6 +127,7 @@ class Runner:
             location,
             trial_id,
             storage_env=self.state.storage_env(),
+            vertex_address=self.state.address,
         )
 
     # processes

@@ -12,13 +12,16 @@ tasks cancel their own jobs when the run is cancelled (as the launchers do on Ve
 and what is left with that label is cancelled here.
 
 One :class:`PipelineRuns` per server (:func:`runs_of`): the PipelineService and the
-schedule firer share it; ``on_finish`` hooks hear every end.
+schedule firer share it; ``on_finish`` hooks hear every end. The run's lineage in ML
+Metadata is recorded from the outside, through ``on_start`` and ``on_end``
+(:mod:`trainpool.emulator.metadata.pipeline_lineage`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import sys
@@ -35,6 +38,7 @@ from trainpool.config import EMULATOR_ENV, HOME_ENV
 from trainpool.emulator.jobs import processes, spawner
 from trainpool.emulator.jobs.runner import TERMINAL as JOB_TERMINAL
 from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.metadata.pipeline_lineage import PipelineLineage
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, PIPELINE_JOBS, TUNING_JOBS
 from trainpool.emulator.state import EmulatorState
 from trainpool.kfprun import command
@@ -46,6 +50,7 @@ DETAILS = "details.json"
 """Where a run keeps its tasks' details (:mod:`trainpool.kfprun.details`)."""
 _FAILED = re.compile(r"^pipeline \S+ FAILED: ")
 STOPPED = "the emulator stopped while the pipeline ran"
+LOG = logging.getLogger("trainpool.emulator.rpc")
 
 
 def run_id(job_name: str) -> str:
@@ -85,10 +90,47 @@ class PipelineRuns:
         self._runs: dict[str, processes.Replica] = {}
         self._closed = False
         self._finish_hooks: list[Callable[[str], None]] = []
+        self._start_hooks: list[Callable[[Any, dict[str, Any], dict[str, Any]], None]] = []
+        self._end_hooks: list[Callable[[Any], None]] = []
+        self._read_hooks: list[Callable[[Any], None]] = []
 
     def on_finish(self, hook: Callable[[str], None]) -> None:
         """Call ``hook(job name)`` after every run's end is recorded."""
         self._finish_hooks.append(hook)
+
+    def on_start(self, hook: Callable[[Any, dict[str, Any], dict[str, Any]], None]) -> None:
+        """Call ``hook(job, spec, values)`` once a run is RUNNING (the stored job)."""
+        self._start_hooks.append(hook)
+
+    def on_end(self, hook: Callable[[Any], None]) -> None:
+        """Call ``hook(job)`` when a run's tasks have ended, with the job as it is about to
+        be stored (final state, task details filled), before anyone can read that state:
+        what the hook changes in ``job.job_detail`` is stored with it."""
+        self._end_hooks.append(hook)
+
+    def on_read(self, hook: Callable[[Any], None]) -> None:
+        """Call ``hook(job)`` on a job about to be answered (Get, List): the lineage's
+        contexts as they are now."""
+        self._read_hooks.append(hook)
+
+    def read(self, job: Any) -> Any:
+        """``job`` as a client reads it (:meth:`on_read`'s hooks applied)."""
+        for hook in self._read_hooks:
+            hook(job)
+        return job
+
+    def _call(self, hooks: list[Any], name: str, *args: Any) -> None:
+        for hook in hooks:
+            try:
+                hook(*args)
+            except Exception:  # a hook's fault must not stop the run's record
+                LOG.exception("a hook of PipelineJob %s failed", name)
+                log = self.state.home.pipeline_run(name.rsplit("/", 1)[-1]) / "run.log"
+                with open(log, "a", encoding="utf-8") as handle:
+                    handle.write(
+                        "emulator: recording this run's lineage in ML Metadata failed; the "
+                        "emulator's log (emulator.log in its root) says why\n"
+                    )
 
     def _set(self, name: str, **fields: Any) -> Any:
         def change(job: Any) -> None:
@@ -120,7 +162,10 @@ class PipelineRuns:
                 return
             self._runs[job.name] = run
             started = self.state.clock.now()
-            self._set(job.name, state=PipelineState.PIPELINE_STATE_RUNNING, start_time=started)
+            running = self._set(
+                job.name, state=PipelineState.PIPELINE_STATE_RUNNING, start_time=started
+            )
+            self._call(self._start_hooks, job.name, running, spec, values)
         name = job.name
 
         def ended(run: processes.Replica) -> None:
@@ -138,26 +183,35 @@ class PipelineRuns:
     def finish(self, name: str, code: int, log_tail: str) -> None:
         with self._lock:
             self._runs.pop(name, None)
+            ended = self.records.require(PIPELINE_JOBS, name)
+            if ended.state not in TERMINAL:
+                self._end(ended, code, log_tail, self.state.clock.now())
+                self._call(self._end_hooks, name, ended)
 
             def change(job: Any) -> None:
                 if job.state in TERMINAL:
                     return
-                if job.state == PipelineState.PIPELINE_STATE_CANCELLING:
-                    job.state = PipelineState.PIPELINE_STATE_CANCELLED
-                    job.error.code = code_pb2.CANCELLED
-                    job.error.message = "cancelled"
-                elif code == 0:
-                    job.state = PipelineState.PIPELINE_STATE_SUCCEEDED
-                else:
-                    job.state = PipelineState.PIPELINE_STATE_FAILED
-                    job.error.code = code_pb2.INTERNAL
-                    job.error.message = f"the local run exited with status {code}: {log_tail}"
-                job.end_time = self.state.clock.now()
-                self.fill_details(job)
+                self._end(job, code, log_tail, ended.end_time)
+                job.job_detail = ended.job_detail
 
             self.records.update(PIPELINE_JOBS, name, change)
         for hook in list(self._finish_hooks):
             hook(name)
+
+    def _end(self, job: Any, code: int, log_tail: str, when: Any) -> None:
+        """``job`` in its final state (``code``: the run's exit status), details filled."""
+        if job.state == PipelineState.PIPELINE_STATE_CANCELLING:
+            job.state = PipelineState.PIPELINE_STATE_CANCELLED
+            job.error.code = code_pb2.CANCELLED
+            job.error.message = "cancelled"
+        elif code == 0:
+            job.state = PipelineState.PIPELINE_STATE_SUCCEEDED
+        else:
+            job.state = PipelineState.PIPELINE_STATE_FAILED
+            job.error.code = code_pb2.INTERNAL
+            job.error.message = f"the local run exited with status {code}: {log_tail}"
+        job.end_time = when
+        self.fill_details(job)
 
     def fill_details(self, job: Any) -> Any:
         """``job`` with ``job_detail.task_details`` as Vertex fills them: the PipelineJob's root
@@ -188,6 +242,9 @@ class PipelineRuns:
         for task in tasks:
             task["parentTaskId"] = "1"
         detail = pj.PipelineJobDetail.from_json(json.dumps({"taskDetails": [root, *tasks]}))
+        if "pipeline_context" in job.job_detail:  # the run's lineage contexts (on_start)
+            detail.pipeline_context = job.job_detail.pipeline_context
+            detail.pipeline_run_context = job.job_detail.pipeline_run_context
         job.job_detail = detail
         return job
 
@@ -241,6 +298,10 @@ def runs_of(state: EmulatorState, runner: Runner) -> PipelineRuns:
 
     def make() -> PipelineRuns:
         runs = PipelineRuns(state, runner)
+        lineage = PipelineLineage(state)
+        runs.on_start(lineage.started)
+        runs.on_end(lineage.ended)
+        runs.on_read(lineage.current)
         runs.recover()
         state.on_stop(runs.stop_all)
         return runs

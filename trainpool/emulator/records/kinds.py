@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from google.cloud.aiplatform_v1.types import artifact as artifact_types
+from google.cloud.aiplatform_v1.types import context as context_types
 from google.cloud.aiplatform_v1.types import custom_job as cj
+from google.cloud.aiplatform_v1.types import execution as execution_types
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hptj
+from google.cloud.aiplatform_v1.types import metadata_schema as schema_types
+from google.cloud.aiplatform_v1.types import metadata_store as store_types
 from google.cloud.aiplatform_v1.types import model as model_types
 from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types import schedule as sc
+from google.cloud.aiplatform_v1.types import tensorboard as tb
+from google.cloud.aiplatform_v1.types import tensorboard_experiment as tbe
+from google.cloud.aiplatform_v1.types import tensorboard_run as tbr
+from google.cloud.aiplatform_v1.types import tensorboard_time_series as tbts
 from google.cloud.aiplatform_v1.types import training_pipeline as tp
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
@@ -27,6 +36,17 @@ TRAINING_PIPELINES = Kind(
 MODELS = Kind("models", model_types.Model, "Model")
 SCHEDULES = Kind("schedules", sc.Schedule, "Schedule", sc.Schedule.State)
 BUILDS = Kind("builds", cb.Build, "Build", cb.Build.Status, state_field="status")
+METADATA_STORES = Kind("metadataStores", store_types.MetadataStore, "MetadataStore")
+CONTEXTS = Kind("contexts", context_types.Context, "Context")
+ARTIFACTS = Kind("artifacts", artifact_types.Artifact, "Artifact", artifact_types.Artifact.State)
+EXECUTIONS = Kind(
+    "executions", execution_types.Execution, "Execution", execution_types.Execution.State
+)
+METADATA_SCHEMAS = Kind("metadataSchemas", schema_types.MetadataSchema, "MetadataSchema")
+TENSORBOARDS = Kind("tensorboards", tb.Tensorboard, "Tensorboard")
+TENSORBOARD_EXPERIMENTS = Kind("experiments", tbe.TensorboardExperiment, "TensorboardExperiment")
+TENSORBOARD_RUNS = Kind("runs", tbr.TensorboardRun, "TensorboardRun")
+TENSORBOARD_TIME_SERIES = Kind("timeSeries", tbts.TensorboardTimeSeries, "TensorboardTimeSeries")
 
 KINDS = {
     kind.collection: kind
@@ -38,6 +58,15 @@ KINDS = {
         MODELS,
         SCHEDULES,
         BUILDS,
+        METADATA_STORES,
+        CONTEXTS,
+        ARTIFACTS,
+        EXECUTIONS,
+        METADATA_SCHEMAS,
+        TENSORBOARDS,
+        TENSORBOARD_EXPERIMENTS,
+        TENSORBOARD_RUNS,
+        TENSORBOARD_TIME_SERIES,
     )
 }
 

@@ -165,7 +165,11 @@ def _credentials(module: Any) -> None:
             return original(*args, **kwargs)
         from google.oauth2.credentials import Credentials
 
-        project = os.environ.get("GOOGLE_CLOUD_PROJECT") or os.environ.get("CLOUDSDK_CORE_PROJECT")
+        project = (
+            os.environ.get("GOOGLE_CLOUD_PROJECT")
+            or os.environ.get("CLOUDSDK_CORE_PROJECT")
+            or os.environ.get("CLOUD_ML_PROJECT_ID")  # a replica's: Vertex sets it
+        )
         return Credentials(token=_token()), project
 
     module.default = default

@@ -1,0 +1,121 @@
+"""PipelineJobs record their lineage as Vertex Pipelines does, so runs can be compared.
+
+The SDK, unchanged, over gRPC and REST: two runs of one pipeline submitted to an experiment
+(``PipelineJob.submit(experiment=...)``), then compared with ``aiplatform.get_pipeline_df``
+and ``get_experiment_df``. What is asserted is what Vertex answers, as the SDK's system
+test against Vertex asserts it (googleapis/python-aiplatform
+``tests/system/aiplatform/test_experiments.py``, ``test_add_pipeline_job_to_experiment``
+and ``test_get_experiments_df`` at commit 3219d51921dbc9b65734a793dbab9619d0a7547d): a row
+per run named after the job's id, ``run_type`` ``system.PipelineRun``, state COMPLETE, the
+pipeline's parameters as ``param.*``, the metrics its tasks logged as ``metric.*``; and
+``get_associated_experiment()`` names the experiment. ``get_pipeline_df`` reads the
+``system.Run`` executions of the pipeline's context (``metadata/metadata.py``): their
+``input:`` parameters as ``param.input:*`` and their output artifacts' metadata.
+"""
+
+# no `from __future__ import annotations`: kfp reads the components' annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.cloud import aiplatform, storage
+from google.cloud.aiplatform_v1.services.metadata_service import MetadataServiceClient
+from kfp import compiler, dsl
+from kfp.dsl import Metrics, Output
+
+from trainpool.testing import emulated_vertex
+
+pytestmark = pytest.mark.timeout(180)
+PROJECT = "demo"
+LOCATION = "us-central1"
+
+
+@dsl.component(base_image="python:3.11")
+def trainer(learning_rate: float, dropout_rate: float, metrics: Output[Metrics]):
+    metrics.log_metric("accuracy", 1.0 - learning_rate)
+    metrics.log_metric("mse", dropout_rate * 2)
+
+
+@dsl.pipeline(name="compare-runs")
+def pipeline(learning_rate: float, dropout_rate: float) -> Metrics:
+    return trainer(learning_rate=learning_rate, dropout_rate=dropout_rate).outputs["metrics"]
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with emulated_vertex(tmp_path_factory.mktemp("lineage") / "root", PROJECT) as running:
+        storage.Client().create_bucket("lineage-bucket")
+        yield running
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_two_pipeline_runs_are_compared_as_on_vertex(
+    emu: Any, tmp_path: Path, transport: str
+) -> None:
+    template = tmp_path / "pipeline.yaml"
+    compiler.Compiler().compile(pipeline, str(template))
+    experiment = f"exp-pipes-{transport}"
+    aiplatform.init(
+        project=PROJECT,
+        location=LOCATION,
+        experiment=experiment,
+        staging_bucket="gs://lineage-bucket",
+        api_transport=transport,
+    )
+    jobs = []
+    for index, lr in enumerate([0.1, 0.25]):
+        job = aiplatform.PipelineJob(
+            display_name=f"run-{index}",
+            template_path=str(template),
+            job_id=f"{transport}-run-{index}",
+            pipeline_root="gs://lineage-bucket/root",
+            parameter_values={"learning_rate": lr, "dropout_rate": 0.3},
+        )
+        job.submit(experiment=experiment)
+        job.wait()
+        assert job.get_associated_experiment().name == experiment
+        jobs.append(job)
+
+    rows = aiplatform.get_experiment_df().to_dict("records")
+    assert sorted(rows, key=lambda r: r["run_name"]) == [
+        {
+            "experiment_name": experiment,
+            "run_name": f"{transport}-run-{index}",
+            "run_type": "system.PipelineRun",
+            "state": "COMPLETE",
+            "param.learning_rate": lr,
+            "param.dropout_rate": 0.3,
+            "metric.accuracy": 1.0 - lr,
+            "metric.mse": 0.6,
+        }
+        for index, lr in enumerate([0.1, 0.25])
+    ]
+    compared = aiplatform.get_pipeline_df(pipeline="compare-runs").to_dict("records")
+    mine = sorted(
+        (r for r in compared if r["run_name"].startswith(transport)), key=lambda r: r["run_name"]
+    )
+    assert mine == [
+        {
+            "pipeline_name": "compare-runs",
+            "run_name": f"{transport}-run-{index}",
+            "param.input:learning_rate": lr,
+            "param.input:dropout_rate": 0.3,
+            "metric.accuracy": 1.0 - lr,
+            "metric.mse": 0.6,
+        }
+        for index, lr in enumerate([0.1, 0.25])
+    ]
+    # the lineage itself: the trainer's execution wrote the metrics artifact
+    detail = jobs[0].gca_resource.job_detail
+    task = next(t for t in detail.task_details if t.task_name == "trainer")
+    assert task.execution.name and task.execution.state.name == "COMPLETE"
+    graph = MetadataServiceClient().query_execution_inputs_and_outputs(
+        execution=task.execution.name
+    )
+    assert [(a.schema_title, dict(a.metadata)) for a in graph.artifacts] == [
+        ("system.Metrics", {"accuracy": 0.9, "mse": 0.6})
+    ]
+    assert graph.artifacts[0].uri.startswith("gs://lineage-bucket/root/")
+    assert [e.type_.name for e in graph.events] == ["OUTPUT"]

@@ -1,0 +1,368 @@
+"""``google.cloud.aiplatform.v1.MetadataService``: Vertex ML Metadata, every method.
+
+What the Vertex AI SDK's Experiments (``aiplatform.init(experiment=...)``, ``start_run``,
+``log_params``, ``log_metrics``, ``get_experiment_df``), its lineage classes
+(``aiplatform.Artifact``, ``Execution``, ``Context``) and ``aiplatform.get_pipeline_df``
+call, kept by :mod:`trainpool.emulator.metadata.store`; PipelineJobs record their lineage
+here too (:mod:`trainpool.emulator.metadata.pipeline_lineage`). Long-running methods
+(Create/DeleteMetadataStore, Delete*, Purge*) answer a finished Operation.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from google.cloud.aiplatform_v1.types import artifact as artifact_types
+from google.cloud.aiplatform_v1.types import context as context_types
+from google.cloud.aiplatform_v1.types import execution as execution_types
+from google.cloud.aiplatform_v1.types import lineage_subgraph as lineage_types
+from google.cloud.aiplatform_v1.types import metadata_schema as schema_types
+from google.cloud.aiplatform_v1.types import metadata_service as ms
+from google.cloud.aiplatform_v1.types import metadata_store as store_types
+from google.longrunning import operations_pb2
+
+from trainpool.emulator.api import requests
+from trainpool.emulator.api.rpc import Service, service
+from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.metadata.store import metadata_of, store_of
+from trainpool.emulator.records.kinds import (
+    ARTIFACTS,
+    CONTEXTS,
+    EXECUTIONS,
+    METADATA_SCHEMAS,
+    METADATA_STORES,
+)
+from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.state import EmulatorState
+from trainpool.errors import InputError, brief
+
+SERVICE = "google.cloud.aiplatform.v1.MetadataService"
+_STORE = re.compile(r"(projects/[^/]+/locations/[^/]+)/metadataStores/([^/]{1,128})")
+
+
+def check_store(name: str, field: str = "parent") -> None:
+    """INVALID_ARGUMENT unless ``name`` is ``projects/P/locations/L/metadataStores/S``."""
+    match = _STORE.fullmatch(name)
+    if match is None:
+        raise InputError.of(
+            field,
+            f"{brief(name)} is not a MetadataStore; accepted: "
+            "projects/PROJECT/locations/LOCATION/metadataStores/STORE",
+        )
+    requests.check_parent(match.group(1), field)
+
+
+def check_node(name: str, kind: Kind, field: str = "name") -> None:
+    """INVALID_ARGUMENT unless ``name`` is ``STORE/<kind>/ID``."""
+    store, _, rest = name.rpartition(f"/{kind.collection}/")
+    if not store or not rest or "/" in rest:
+        raise InputError.of(
+            field,
+            f"{brief(name)} is not a {kind.label} name; accepted: projects/PROJECT/locations/"
+            f"LOCATION/metadataStores/STORE/{kind.collection}/ID",
+        )
+    check_store(store, field)
+
+
+def handler(state: EmulatorState, runner: Runner) -> Service:
+    """The MetadataService handler."""
+    store = metadata_of(state)
+
+    def checked(resource: Any, field: str) -> None:
+        requests.check_display_name(resource.display_name, f"{field}.display_name", required=False)
+        requests.check_labels(resource.labels, f"{field}.labels")
+        requests.check_no_nul(type(resource).to_dict(resource), field)
+
+    # -- stores -----------------------------------------------------------------------------
+    def create_store(request: ms.CreateMetadataStoreRequest) -> operations_pb2.Operation:
+        requests.check_parent(request.parent)
+        created = store.create_store(
+            request.parent, request.metadata_store_id, request.metadata_store
+        )
+        return state.finished(created.name, created)
+
+    def get_store(request: ms.GetMetadataStoreRequest) -> Any:
+        check_store(request.name, "name")
+        return store.require_store(request.name)
+
+    def list_stores(request: ms.ListMetadataStoresRequest) -> ms.ListMetadataStoresResponse:
+        found, token = requests.list_page(state.records, METADATA_STORES, request)
+        return ms.ListMetadataStoresResponse(metadata_stores=found, next_page_token=token)
+
+    def delete_store(request: ms.DeleteMetadataStoreRequest) -> operations_pb2.Operation:
+        check_store(request.name, "name")
+        store.delete_store(request.name)
+        return state.finished(request.name)
+
+    # -- artifacts, contexts, executions ----------------------------------------------------
+    def creator(kind: Kind, field: str, id_field: str) -> Any:
+        def create(request: Any) -> Any:
+            check_store(request.parent)
+            resource = getattr(request, field)
+            checked(resource, field)
+            return store.create(
+                kind, request.parent, getattr(request, id_field), resource, id_field
+            )
+
+        return create
+
+    def getter(kind: Kind) -> Any:
+        def get(request: Any) -> Any:
+            check_node(request.name, kind)
+            return store.require(kind, request.name)
+
+        return get
+
+    def lister(kind: Kind, response_type: Any, field: str) -> Any:
+        def list_nodes(request: Any) -> Any:
+            check_store(request.parent)
+            page = store.page(
+                kind,
+                request.parent,
+                filter=request.filter,
+                page_size=request.page_size,
+                page_token=request.page_token,
+                order_by=getattr(request, "order_by", ""),
+            )
+            return response_type(**{field: page.items, "next_page_token": page.next_token})
+
+        return list_nodes
+
+    def updater(kind: Kind, field: str) -> Any:
+        def update(request: Any) -> Any:
+            resource = getattr(request, field)
+            check_node(resource.name, kind, f"{field}.name")
+            checked(resource, field)
+            mask = type(request).pb(request).update_mask if "update_mask" in request else None
+            return store.update(kind, resource, mask, request.allow_missing)
+
+        return update
+
+    def deleter(kind: Kind) -> Any:
+        def delete(request: Any) -> operations_pb2.Operation:
+            check_node(request.name, kind)
+            store.delete(kind, request.name, request.etag)
+            return state.finished(request.name)
+
+        return delete
+
+    def purger(kind: Kind, response_type: Any) -> Any:
+        def purge(request: Any) -> operations_pb2.Operation:
+            check_store(request.parent)
+            count, sample = store.purge(kind, request.parent, request.filter, request.force)
+            response = response_type(
+                purge_count=count, purge_sample=[] if request.force else sample
+            )
+            return state.finished(request.parent, response)
+
+        return purge
+
+    # -- links and lineage ------------------------------------------------------------------
+    def add_members(
+        request: ms.AddContextArtifactsAndExecutionsRequest,
+    ) -> ms.AddContextArtifactsAndExecutionsResponse:
+        check_node(request.context, CONTEXTS, "context")
+        same_store(request.context, [*request.artifacts, *request.executions])
+        store.add_to_context(request.context, request.artifacts, request.executions)
+        return ms.AddContextArtifactsAndExecutionsResponse()
+
+    def add_children(request: ms.AddContextChildrenRequest) -> ms.AddContextChildrenResponse:
+        check_node(request.context, CONTEXTS, "context")
+        same_store(request.context, request.child_contexts)
+        store.add_children(request.context, request.child_contexts)
+        return ms.AddContextChildrenResponse()
+
+    def remove_children(
+        request: ms.RemoveContextChildrenRequest,
+    ) -> ms.RemoveContextChildrenResponse:
+        check_node(request.context, CONTEXTS, "context")
+        store.remove_children(request.context, request.child_contexts)
+        return ms.RemoveContextChildrenResponse()
+
+    def add_events(request: ms.AddExecutionEventsRequest) -> ms.AddExecutionEventsResponse:
+        check_node(request.execution, EXECUTIONS, "execution")
+        same_store(request.execution, [e.artifact for e in request.events])
+        store.add_events(request.execution, request.events)
+        return ms.AddExecutionEventsResponse()
+
+    def inputs_outputs(request: ms.QueryExecutionInputsAndOutputsRequest) -> Any:
+        check_node(request.execution, EXECUTIONS, "execution")
+        return store.inputs_and_outputs(request.execution)
+
+    def context_lineage(request: ms.QueryContextLineageSubgraphRequest) -> Any:
+        check_node(request.context, CONTEXTS, "context")
+        return store.context_subgraph(request.context)
+
+    def artifact_lineage(request: ms.QueryArtifactLineageSubgraphRequest) -> Any:
+        check_node(request.artifact, ARTIFACTS, "artifact")
+        return store.artifact_subgraph(request.artifact, request.max_hops, request.filter)
+
+    # -- schemas ----------------------------------------------------------------------------
+    def create_schema(request: ms.CreateMetadataSchemaRequest) -> Any:
+        check_store(request.parent)
+        schema = request.metadata_schema
+        if not schema.schema.strip():
+            raise InputError.of(
+                "metadata_schema.schema", "is empty; accepted: an OpenAPI 3.0 YAML object"
+            )
+        return store.create(
+            METADATA_SCHEMAS,
+            request.parent,
+            request.metadata_schema_id,
+            schema,
+            "metadata_schema_id",
+        )
+
+    def list_schemas(request: ms.ListMetadataSchemasRequest) -> ms.ListMetadataSchemasResponse:
+        check_store(request.parent)
+        page = store.page(
+            METADATA_SCHEMAS,
+            request.parent,
+            page_size=request.page_size,
+            page_token=request.page_token,
+        )
+        return ms.ListMetadataSchemasResponse(
+            metadata_schemas=page.items, next_page_token=page.next_token
+        )
+
+    def same_store(owner: str, names: Any) -> None:
+        home = store_of(owner)
+        for name in names:
+            if store_of(name) != home:
+                raise InputError.of(
+                    "request",
+                    f"{brief(name)} is not in {home}; accepted: resources of the same "
+                    "MetadataStore",
+                )
+
+    op = operations_pb2.Operation
+    return service(
+        SERVICE,
+        {
+            "CreateMetadataStore": (create_store, ms.CreateMetadataStoreRequest, op),
+            "GetMetadataStore": (get_store, ms.GetMetadataStoreRequest, store_types.MetadataStore),
+            "ListMetadataStores": (
+                list_stores,
+                ms.ListMetadataStoresRequest,
+                ms.ListMetadataStoresResponse,
+            ),
+            "DeleteMetadataStore": (delete_store, ms.DeleteMetadataStoreRequest, op),
+            "CreateArtifact": (
+                creator(ARTIFACTS, "artifact", "artifact_id"),
+                ms.CreateArtifactRequest,
+                artifact_types.Artifact,
+            ),
+            "GetArtifact": (getter(ARTIFACTS), ms.GetArtifactRequest, artifact_types.Artifact),
+            "ListArtifacts": (
+                lister(ARTIFACTS, ms.ListArtifactsResponse, "artifacts"),
+                ms.ListArtifactsRequest,
+                ms.ListArtifactsResponse,
+            ),
+            "UpdateArtifact": (
+                updater(ARTIFACTS, "artifact"),
+                ms.UpdateArtifactRequest,
+                artifact_types.Artifact,
+            ),
+            "DeleteArtifact": (deleter(ARTIFACTS), ms.DeleteArtifactRequest, op),
+            "PurgeArtifacts": (
+                purger(ARTIFACTS, ms.PurgeArtifactsResponse),
+                ms.PurgeArtifactsRequest,
+                op,
+            ),
+            "CreateContext": (
+                creator(CONTEXTS, "context", "context_id"),
+                ms.CreateContextRequest,
+                context_types.Context,
+            ),
+            "GetContext": (getter(CONTEXTS), ms.GetContextRequest, context_types.Context),
+            "ListContexts": (
+                lister(CONTEXTS, ms.ListContextsResponse, "contexts"),
+                ms.ListContextsRequest,
+                ms.ListContextsResponse,
+            ),
+            "UpdateContext": (
+                updater(CONTEXTS, "context"),
+                ms.UpdateContextRequest,
+                context_types.Context,
+            ),
+            "DeleteContext": (deleter(CONTEXTS), ms.DeleteContextRequest, op),
+            "PurgeContexts": (
+                purger(CONTEXTS, ms.PurgeContextsResponse),
+                ms.PurgeContextsRequest,
+                op,
+            ),
+            "AddContextArtifactsAndExecutions": (
+                add_members,
+                ms.AddContextArtifactsAndExecutionsRequest,
+                ms.AddContextArtifactsAndExecutionsResponse,
+            ),
+            "AddContextChildren": (
+                add_children,
+                ms.AddContextChildrenRequest,
+                ms.AddContextChildrenResponse,
+            ),
+            "RemoveContextChildren": (
+                remove_children,
+                ms.RemoveContextChildrenRequest,
+                ms.RemoveContextChildrenResponse,
+            ),
+            "QueryContextLineageSubgraph": (
+                context_lineage,
+                ms.QueryContextLineageSubgraphRequest,
+                lineage_types.LineageSubgraph,
+            ),
+            "CreateExecution": (
+                creator(EXECUTIONS, "execution", "execution_id"),
+                ms.CreateExecutionRequest,
+                execution_types.Execution,
+            ),
+            "GetExecution": (getter(EXECUTIONS), ms.GetExecutionRequest, execution_types.Execution),
+            "ListExecutions": (
+                lister(EXECUTIONS, ms.ListExecutionsResponse, "executions"),
+                ms.ListExecutionsRequest,
+                ms.ListExecutionsResponse,
+            ),
+            "UpdateExecution": (
+                updater(EXECUTIONS, "execution"),
+                ms.UpdateExecutionRequest,
+                execution_types.Execution,
+            ),
+            "DeleteExecution": (deleter(EXECUTIONS), ms.DeleteExecutionRequest, op),
+            "PurgeExecutions": (
+                purger(EXECUTIONS, ms.PurgeExecutionsResponse),
+                ms.PurgeExecutionsRequest,
+                op,
+            ),
+            "AddExecutionEvents": (
+                add_events,
+                ms.AddExecutionEventsRequest,
+                ms.AddExecutionEventsResponse,
+            ),
+            "QueryExecutionInputsAndOutputs": (
+                inputs_outputs,
+                ms.QueryExecutionInputsAndOutputsRequest,
+                lineage_types.LineageSubgraph,
+            ),
+            "CreateMetadataSchema": (
+                create_schema,
+                ms.CreateMetadataSchemaRequest,
+                schema_types.MetadataSchema,
+            ),
+            "GetMetadataSchema": (
+                getter(METADATA_SCHEMAS),
+                ms.GetMetadataSchemaRequest,
+                schema_types.MetadataSchema,
+            ),
+            "ListMetadataSchemas": (
+                list_schemas,
+                ms.ListMetadataSchemasRequest,
+                ms.ListMetadataSchemasResponse,
+            ),
+            "QueryArtifactLineageSubgraph": (
+                artifact_lineage,
+                ms.QueryArtifactLineageSubgraphRequest,
+                lineage_types.LineageSubgraph,
+            ),
+        },
+    )
