@@ -21,6 +21,7 @@ from trainpool.cli import (
     run,
     schedule,
     submit,
+    tensorboard,
 )
 from trainpool.cli import compile as compile_
 from trainpool.cli import exec as exec_
@@ -47,6 +48,7 @@ MODULES = (
     submit,  # submit PIPELINE --project ... [--schedule CRON]
     schedule,  # schedule list|show|runs|pause|resume|delete
     clock,  # clock show|advance (the emulator's)
+    tensorboard,  # tensorboard NAME (an experiment's scalars in TensorBoard)
 )
 
 for _module in MODULES:

@@ -128,3 +128,13 @@ def point_sdk_at_emulator() -> None:
     ):
         transport.create_channel = classmethod(insecure)  # type: ignore[method-assign,assignment]
     aiplatform.init(api_endpoint=host, credentials=AnonymousCredentials(), api_transport="grpc")
+
+
+def tensorboard_client(location: str) -> Any:
+    """A ``TensorboardServiceClient`` for ``location`` (or the emulator)."""
+    from google.cloud.aiplatform_v1 import TensorboardServiceClient
+    from google.cloud.aiplatform_v1.services.tensorboard_service.transports import (
+        TensorboardServiceGrpcTransport,
+    )
+
+    return _make(TensorboardServiceClient, TensorboardServiceGrpcTransport, location)
