@@ -54,14 +54,32 @@ def emulated_vertex(root: str | Path, project: str = PROJECT) -> Iterator[Any]:
         saved = {key: os.environ.get(key) for key in env}
         os.environ.update(env)
         redirect.install()
+        _forget_the_sdks_globals()
         try:
             yield running
         finally:
+            _forget_the_sdks_globals()
             for key, value in saved.items():
                 if value is None:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+def _forget_the_sdks_globals() -> None:
+    """The Vertex AI SDK keeps ``aiplatform.init``'s settings and the current experiment and
+    run in globals of its process (``initializer.global_config``,
+    ``metadata._experiment_tracker``), with clients bound to the emulator they were made
+    for: each test starts from none, as a new process would (moto's ``mock_aws`` does the
+    same for boto3's state)."""
+    import sys
+
+    initializer = sys.modules.get("google.cloud.aiplatform.initializer")
+    if initializer is not None:
+        initializer.global_config.__init__()  # type: ignore[misc]
+    metadata = sys.modules.get("google.cloud.aiplatform.metadata.metadata")
+    if metadata is not None:
+        metadata._experiment_tracker.reset()
 
 
 @pytest.fixture

@@ -165,12 +165,36 @@ def _credentials(module: Any) -> None:
             return original(*args, **kwargs)
         from google.oauth2.credentials import Credentials
 
+        class EmulatorCredentials(Credentials):  # type: ignore[misc]
+            """The doors' secret of the emulator named now, read at every request: a client
+            made before the emulator changed (the SDK keeps its credentials and clients in
+            globals; a test suite starts an emulator per test) still gets in."""
+
+            @property
+            def token(self) -> str:
+                return _token()
+
+            @token.setter
+            def token(self, value: Any) -> None:
+                pass
+
+            @property
+            def expired(self) -> bool:
+                return False
+
+            @property
+            def valid(self) -> bool:
+                return True
+
+            def refresh(self, request: Any) -> None:
+                pass
+
         project = (
             os.environ.get("GOOGLE_CLOUD_PROJECT")
             or os.environ.get("CLOUDSDK_CORE_PROJECT")
             or os.environ.get("CLOUD_ML_PROJECT_ID")  # a replica's: Vertex sets it
         )
-        return Credentials(token=_token()), project
+        return EmulatorCredentials(token=_token()), project
 
     module.default = default
 
