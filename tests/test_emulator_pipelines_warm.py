@@ -1,8 +1,9 @@
-"""GCPC's launchers started ahead of their tasks (trainpool.kfprun.warm) end as cold ones do.
+"""GCPC's launchers started ahead of their tasks (trainpool.emulator.pipelines.warm) end as cold
+ones do.
 
-The launcher is GCPC's own (the installed package), run as ``python3 -u -m ...launcher``
-cold and through a waiting process; what the run sees of a task (its exit status, its
-output) must not tell them apart.
+The launcher is GCPC's own (the installed package), run as ``python3 -u -m ...launcher`` in
+a task's sandbox (trainpool.emulator.pipelines.tasks), cold and through a waiting process;
+what the run sees of a task (its exit status, its output) must not tell them apart.
 """
 
 import os
@@ -16,112 +17,131 @@ import pytest
 from google_cloud_pipeline_components.v1.custom_job import CustomTrainingJobOp
 from kfp import compiler, dsl
 
-from trainpool.kfprun import interrupt, warm
-from trainpool.kfprun.task_guard import descendants
+from trainpool.emulator.pipelines import warm
+from trainpool.emulator.pipelines.tasks import TaskSandboxes
+from trainpool.home import Home
+from trainpool.kfprun.launching import TaskStart
 from trainpool.spec.pipeline_params import load_pipeline_spec
 
 pytestmark = pytest.mark.timeout(120)
 MODULE = "google_cloud_pipeline_components.container.v1.custom_job.launcher"
+IMAGE = "gcr.io/ml-pipeline/google-cloud-pipeline-components:2.22.0"
+ARGS = ["--type", "CustomJob", "--project", "p", "--location", "us-central1"]
+ARGS += ["--payload", "{}", "--gcp_resources", "resources.json"]
+"""No emulator named, no credentials: the SDK raises, a traceback and exit status 1."""
+POOLS = [
+    {
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "replica_count": 1,
+        "container_spec": {"image_uri": "python:3.11", "command": ["true"]},
+    }
+]
 
 
-def launcher(*args: str) -> list[str]:
-    return [sys.executable, "-u", "-m", MODULE, *args]
+@dsl.pipeline(name="two-gcpc-jobs")
+def two() -> None:
+    first = CustomTrainingJobOp(display_name="one", worker_pool_specs=POOLS)
+    CustomTrainingJobOp(display_name="two", worker_pool_specs=POOLS).after(first)
 
 
 @pytest.fixture
-def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No emulator named, no credentials: GCPC's launcher fails the same way every time."""
-    for name in ("VERTEX_AI_EMULATOR_HOST", "GOOGLE_APPLICATION_CREDENTIALS", warm.SWITCH_ENV):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def spec(tmp_path: Path) -> dict:
+    compiler.Compiler().compile(two, str(tmp_path / "two.yaml"))
+    return load_pipeline_spec(tmp_path / "two.yaml")
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        # the SDK raises (no credentials): a traceback and exit status 1 (argparse's exit
-        # status 2 through a waiting process: test_a_task_unlike_the_waiting_process_starts_cold)
-        (
-            "--type",
-            "CustomJob",
-            "--project",
-            "p",
-            "--location",
-            "us-central1",
-            "--payload",
-            "{}",
-            "--gcp_resources",
-            "resources.json",
-        ),
-    ],
-)
+ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "CLOUDSDK_CONFIG": "/nonexistent"}
+
+
+def task(task_id: int, env: dict[str, str] | None = None, command: list[str] | None = None):
+    return TaskStart(
+        "custom-training-job",
+        task_id,
+        IMAGE,
+        command or ["python3", "-u", "-m", MODULE, *ARGS],
+        dict(ENV if env is None else env),
+        "launcher",
+    )
+
+
+def sandboxes(tmp_path: Path, spec: dict, name: str) -> TaskSandboxes:
+    launcher = TaskSandboxes(Home(tmp_path / "root"))
+    launcher.begin(spec, tmp_path / name, lambda image: dict(ENV))
+    return launcher
+
+
 def test_a_warm_launcher_ends_as_a_cold_one_does(
-    here: Path, args: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, spec: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cold = subprocess.run(launcher(*args), capture_output=True, text=True, cwd=here)
-    with warm.WarmLaunchers([MODULE], 1, dict(os.environ), str(here)) as launchers:
-        code = launchers.run(launcher(*args), None)
-    printed = capsys.readouterr().out.strip().splitlines()
-    assert cold.returncode == 1
-    assert code == cold.returncode
-    expected = (cold.stdout + cold.stderr).strip().splitlines()
-    assert printed[-1] == expected[-1]
+    said: dict[str, list[str]] = {"cold": [], "warm": []}
+    codes = {}
+    for name, switch in (("cold", "0"), ("warm", "1")):
+        monkeypatch.setenv(warm.SWITCH_ENV, switch)
+        launcher = sandboxes(tmp_path, spec, name)
+        assert (launcher._waiting is not None) == (name == "warm")
+        try:
+            codes[name] = launcher.run(task(2), said[name].append)
+        finally:
+            launcher.end()
+    assert codes == {"cold": 1, "warm": 1}
+    lines = {name: [line for line in said[name] if line.strip()] for name in said}
+    assert lines["warm"][-1] == lines["cold"][-1]
+    assert "Traceback" in "\n".join(lines["warm"])
 
 
-def test_a_task_unlike_the_waiting_process_starts_cold(here: Path) -> None:
-    with warm.WarmLaunchers([MODULE], 1, dict(os.environ), str(here)) as launchers:
-        waiting = launchers._waiting
+def test_a_task_unlike_the_waiting_process_starts_cold(tmp_path: Path, spec: dict) -> None:
+    launcher = sandboxes(tmp_path, spec, "run")
+    try:
+        waiting = launcher._waiting
         assert waiting is not None
-        assert launchers.run(launcher("--x"), {"ANOTHER": "value"}) is None  # env differs
-        assert launchers.run([sys.executable, "-c", "pass"], None) is None  # no launcher
-        assert launchers.run(["python3", "-u", "-m", MODULE], None) is None  # not this Python
-        (here / "elsewhere").mkdir()
-        os.chdir(here / "elsewhere")
-        assert launchers.run(launcher("--x"), None) is None  # another working directory
-        os.chdir(here)
-        assert launchers._waiting is waiting  # still there for a task like it
-        assert launchers.run(launcher("--x"), None) == 2
-        assert launchers._waiting is None  # count 1: no second one started
+        other = launcher.run(task(2, env={**ENV, "ANOTHER": "value"}), lambda line: None)
+        assert other == 1  # it ran, cold: its variables differ
+        assert launcher._waiting is waiting  # still there for a task like it
+        assert launcher.run(task(3), lambda line: None) == 1
+        assert launcher._waiting is not waiting  # the second GCPC task's, started ahead
+    finally:
+        launcher.end()
 
 
-def test_the_waiting_process_is_no_task_and_ends_with_the_run(here: Path) -> None:
-    with warm.WarmLaunchers([MODULE], 3, dict(os.environ), str(here)) as launchers:
-        waiting = launchers._waiting
-        assert waiting is not None
-        started = [waiting.pid, *descendants(waiting.pid)]
-        assert not set(started) & set(interrupt.task_processes())
-    assert waiting.returncode is not None
-    assert not descendants(waiting.pid)
-    for pid in started:
-        with pytest.raises(OSError):
-            os.kill(pid, 0)
+def test_the_waiting_process_ends_with_the_run(tmp_path: Path, spec: dict) -> None:
+    launcher = sandboxes(tmp_path, spec, "run")
+    waiting = launcher._waiting
+    assert waiting is not None
+    launcher.end()
+    assert waiting.replica.wait(10) is not None
 
 
-def test_the_switch_starts_every_task_cold(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_switch_starts_every_task_cold(
+    tmp_path: Path, spec: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(warm.SWITCH_ENV, "0")
-    with warm.WarmLaunchers([MODULE], 2, dict(os.environ), str(here)) as launchers:
-        assert launchers._waiting is None
-        assert launchers.run(launcher("--x"), None) is None
+    launcher = sandboxes(tmp_path, spec, "run")
+    try:
+        assert launcher._waiting is None
+    finally:
+        launcher.end()
 
 
 def test_the_launchers_a_pipeline_runs_are_counted_by_task(tmp_path: Path) -> None:
-    pools = [
-        {
-            "machine_spec": {"machine_type": "n1-standard-4"},
-            "replica_count": 1,
-            "container_spec": {"image_uri": "python:3.11", "command": ["true"]},
-        }
-    ]
-
-    @dsl.pipeline(name="two-gcpc-jobs")
-    def two() -> None:
-        first = CustomTrainingJobOp(display_name="one", worker_pool_specs=pools)
-        CustomTrainingJobOp(display_name="two", worker_pool_specs=pools).after(first)
-
     compiler.Compiler().compile(two, str(tmp_path / "two.yaml"))
     assert warm.launcher_tasks(load_pipeline_spec(tmp_path / "two.yaml")) == ([MODULE], 2)
+
+
+def descendants(pid: int) -> list[int]:
+    """Pids of ``pid``'s descendants (Linux ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
 
 
 def alive_descendants(pid: int) -> list[int]:
@@ -147,8 +167,8 @@ def test_a_stopped_run_of_gcpc_tasks_leaves_no_launcher_behind(
 ) -> None:
     """The first GCPC task runs in a process started ahead, the second one waits: SIGTERM
     reaches the running launcher (GCPC cancels its job and exits 0) and passes the waiting
-    one by; no further task starts; the run ends both. SIGKILL: the task guards end both
-    within 5 s. Started cold, SIGTERM the same (SIGKILL of a cold task:
+    one by; no further task starts; the run ends both. SIGKILL: the guard that started them
+    ends both within 5 s. Started cold, SIGTERM the same (SIGKILL of a cold task:
     tests/test_kfprun_interrupt.py)."""
     code = "print('cancel me', flush=True); import time; time.sleep(300)"
     pools = [
