@@ -35,6 +35,7 @@ def main(
     parser.add_argument("--run-id", default="", help="the value of the run's jobs' label")
     parser.add_argument("--job-id", default="", help="the PipelineJob's id (placeholders)")
     parser.add_argument("--details", default="", help="keep the task details (JSON) here")
+    parser.add_argument("--files", default="", help="the run's own files (default: localrun/)")
     parser.add_argument("--param", action="append", default=[], help="NAME=VALUE")
     args = parser.parse_args(argv)
 
@@ -55,6 +56,7 @@ def main(
             run_id=args.run_id,
             job_id=args.job_id,
             project_number=project_number,
+            files=Path(args.files) if args.files else None,
         )
     except (OSError, ValueError) as err:
         print(f"pipeline {args.pipeline} FAILED: {err}", file=sys.stderr)

@@ -242,8 +242,15 @@ def _handler(base: type) -> type:
                 run.log.say(task.task_id, line)
                 print(line)
 
+            task.attempts += 1
             code = run.launcher.run(start, say)
             print("\n")
+            if code != 0 and task.attempts <= task.retries and not interrupt.seen():
+                run.log.retried(
+                    task.task_id,
+                    f"attempt {task.attempts} of {task.retries + 1} exited with status {code}; "
+                    "retried (set_retry)",
+                )
             return status.Status.SUCCESS if code == 0 else status.Status.FAILURE
 
     return LocalTaskHandler

@@ -176,10 +176,15 @@ class TaskDetails:
             metadata.update(
                 {f"output:{k}": v for k, v in written.get("parameterValues", {}).items()}
             )
-            history = [
-                {"updateTime": at(moment), "state": _STATES.get(seen, "RUNNING")}
-                for moment, seen in task.history
-            ]
+            history = []
+            for moment, seen, error in task.history:
+                status: dict[str, Any] = {
+                    "updateTime": at(moment),
+                    "state": _STATES.get(seen, "RUNNING"),
+                }
+                if error:
+                    status["error"] = {"code": 2, "message": error}  # google.rpc.Code UNKNOWN
+                history.append(status)
             detail: dict[str, Any] = {
                 "taskId": str(task.task_id),
                 "taskName": task.name,

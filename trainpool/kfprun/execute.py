@@ -124,11 +124,16 @@ def _to(log: TaskLog) -> Any:
 
 @contextlib.contextmanager
 def to_transcript(log: TaskLog) -> Iterator[None]:
-    """kfp.local's prints, warnings and log records (stdout and stderr) into the transcript."""
+    """kfp.local's prints, warnings and log records (stdout and stderr) into the transcript;
+    its INFO records too (the tasks it skips: a condition that is false, an upstream task
+    that failed, which :class:`TaskLog` records)."""
     import logging
 
     handler = logging.StreamHandler(log)
-    logging.getLogger().addHandler(handler)
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(min(level, logging.INFO) if level else logging.INFO)
     try:
         with (
             warnings.catch_warnings(),
@@ -139,7 +144,8 @@ def to_transcript(log: TaskLog) -> Iterator[None]:
             warnings.showwarning = _to(log)
             yield
     finally:
-        logging.getLogger().removeHandler(handler)
+        root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def _not_named_like_a_component(resolved: Path) -> None:
@@ -180,7 +186,9 @@ class Run:
     ``project``'s run in ``location``, its outputs under ``pipeline_root`` (``gs://`` in the
     local store of ``home``), laid out under ``project_number`` and ``job_id`` as Vertex lays
     them out; ``caching`` uses and fills the store's execution cache as the tasks'
-    ``cachingOptions`` say (:mod:`trainpool.kfprun.cache`).
+    ``cachingOptions`` say (:mod:`trainpool.kfprun.cache`). The run's own files (its
+    resolved YAML, transcript, tasks' sandboxes and logs) go to ``files`` (default a new
+    ``<root>/localrun/<pipeline>-<time>/``, its transcript beside it).
 
     Preparing it (the constructor) checks the input, writes the resolved YAML and uploads a
     local ``source_dir``; bad input (a parameter, a ``source_dir`` that is not a folder, a
@@ -200,6 +208,7 @@ class Run:
         job_id: str = "",
         project_number: str = "0",
         caching: bool = True,
+        files: Path | None = None,
     ) -> None:
         spec = load_pipeline_spec(pipeline_path)
         self.values = coerce_values(params, pipeline_inputs(spec))
@@ -214,9 +223,11 @@ class Run:
         self.job_id = job_id or self.run_id
         self.project_number = project_number
         self.caching = caching
-        self.run_dir = self.home.localrun / f"{self.pipeline}-{stamp}"
-        self.run_dir.mkdir(parents=True)
-        self.transcript = self.run_dir.with_suffix(".log")
+        self.run_dir = files or self.home.localrun / f"{self.pipeline}-{stamp}"
+        self.run_dir.mkdir(parents=True, exist_ok=files is not None)
+        self.transcript = (
+            self.run_dir / "transcript.log" if files else self.run_dir.with_suffix(".log")
+        )
         self.resolved = self.run_dir / "pipeline.yaml"
         self.resolved.write_text(
             placeholders.resolve(

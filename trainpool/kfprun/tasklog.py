@@ -37,8 +37,9 @@ class TaskState:
     ended: float | None = None
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=5))
     task_id: int = 0
-    history: list[tuple[float, str]] = field(default_factory=list)
-    """Every state the task went through, with when (``pipelineTaskStatus``)."""
+    history: list[tuple[float, str, str]] = field(default_factory=list)
+    """Every state the task went through, with when and the error that came with it
+    (``pipelineTaskStatus``)."""
 
     @property
     def seconds(self) -> float:
@@ -80,7 +81,7 @@ class TaskLog(io.TextIOBase):
                         now,
                         now,
                         task_id=task_id,
-                        history=[(now, "NOT_TRIGGERED")],
+                        history=[(now, "NOT_TRIGGERED", "")],
                     )
         return len(text)
 
@@ -99,10 +100,18 @@ class TaskLog(io.TextIOBase):
         with self._lock:
             task = self.tasks.get(task_id)
             if task is None:
-                self.tasks[task_id] = TaskState(name, task_id=task_id, history=[(now, "RUNNING")])
+                history = [(now, "RUNNING", "")]
+                self.tasks[task_id] = TaskState(name, task_id=task_id, history=history)
                 return
             task.state, task.ended = "RUNNING", None
-            task.history.append((now, "RUNNING"))
+            task.history.append((now, "RUNNING", ""))
+
+    def retried(self, task_id: int, error: str) -> None:
+        """An attempt of task ``task_id`` failed with ``error``, and the task is retried."""
+        with self._lock:
+            task = self.tasks.get(task_id)
+            if task is not None:
+                task.history.append((time.monotonic(), "RUNNING", error))
 
     def end(self, task_id: int, state: str) -> None:
         """Task ``task_id`` is in ``state`` now (a final one ends it)."""
@@ -112,7 +121,7 @@ class TaskLog(io.TextIOBase):
             if task is None:
                 return
             task.state = state
-            task.history.append((now, state))
+            task.history.append((now, state, ""))
             if state in FINAL:
                 task.ended = now
 

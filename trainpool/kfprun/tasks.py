@@ -23,7 +23,9 @@ to run, the run:
   https://cloud.google.com/vertex-ai/docs/pipelines/machine-types).
 
 Retries (``set_retry``) stay kfp.local's: each attempt starts the task again under the same
-id, its history keeping every state.
+id; a failed attempt that is retried is a RUNNING status with its error in the task's
+history (``PipelineTaskStatus.error``: "If the state is a non-final state, the error
+indicates a system-error being retried"), the last attempt's end its final state.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ class Current:
     notes: tuple[str, ...]
     signals: int = 0
     """How many signals the run had when the task started."""
+    retries: int = 0
+    """How many times a failed attempt is retried (``set_retry``)."""
+    attempts: int = 0
 
 
 _local = threading.local()
@@ -157,7 +162,9 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
                 run.log.end(task_id, "SKIPPED")
                 return outputs, status.Status.SUCCESS
         seen = interrupt.seen()
-        _local.task = Current(task_name, task_id, settings_notes(task_spec, container), seen)
+        retries = max(0, task_spec.retry_policy.max_retry_count)
+        notes = settings_notes(task_spec, container)
+        _local.task = Current(task_name, task_id, notes, seen, retries)
         try:
             outputs, result = original(**arguments)
         except BaseException:

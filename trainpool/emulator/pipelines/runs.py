@@ -3,7 +3,9 @@
 A created job's pipeline spec is written to ``<root>/pipelines/<id>/pipeline.json`` and run
 in the background by :mod:`trainpool.kfprun` (kfp.local against this emulator) in
 :mod:`.run_process`, its tasks each in a sandbox of its own (:mod:`.tasks`), in its own
-process group, with its transcript in ``<root>/pipelines/<id>/run.log``. The job's state
+process group, with its output in ``<root>/pipelines/<id>/run.log`` and its own files
+(the transcript, each task's sandbox and ``tasks/<task>_<id>/task.log``) in
+``<root>/pipelines/<id>/run/``. The job's state
 follows that process: RUNNING, then SUCCEEDED or FAILED by its exit status; Cancel sends
 the process SIGTERM (its running tasks get it, none starts after it) and SIGKILL after
 :data:`CANCEL_GRACE_S`, and ends the job CANCELLED, its unfinished tasks with it. A job a
@@ -36,6 +38,7 @@ from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.rpc import code_pb2
 
+import trainpool
 from trainpool.config import EMULATOR_ENV, HOME_ENV
 from trainpool.emulator.jobs import processes, spawner
 from trainpool.emulator.jobs.runner import TERMINAL as JOB_TERMINAL
@@ -46,6 +49,8 @@ from trainpool.emulator.state import EmulatorState
 from trainpool.kfprun.execute import RUN_LABEL
 from trainpool.spec.states import FINAL_PIPELINE_STATES
 
+SOURCE = str(Path(trainpool.__file__).resolve().parent.parent)
+"""Where the ``trainpool`` this emulator runs from lies."""
 TERMINAL = frozenset(getattr(PipelineState, name) for name in FINAL_PIPELINE_STATES)
 DETAILS = "details.json"
 """Where a run keeps its tasks' details (:mod:`trainpool.kfprun.details`)."""
@@ -117,9 +122,14 @@ class PipelineRuns:
         argv += ["--project", project, "--location", location]  # the run's own, as on Vertex
         argv += ["--pipeline-root", job.runtime_config.gcs_output_directory]
         argv += ["--run-id", run_id(job.name), "--job-id", job.name.rsplit("/", 1)[-1]]
-        argv += ["--details", str(folder / DETAILS)]
+        argv += ["--details", str(folder / DETAILS), "--files", str(folder / "run")]
         argv += param_args(values)
         env = dict(os.environ, **{EMULATOR_ENV: self.state.address, HOME_ENV: str(self.state.root)})
+        # the run is this emulator's own code: the trainpool it runs from, whatever the
+        # emulator's PYTHONPATH (its tasks get none of it, kfprun.task_env)
+        env["PYTHONPATH"] = os.pathsep.join(
+            dict.fromkeys([SOURCE, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+        )
         launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
         with self._lock:
             try:
