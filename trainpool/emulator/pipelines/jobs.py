@@ -78,8 +78,11 @@ def create(
     notes = field_coverage.notes("pipeline_job", fields)
     if notes:
         log = state.home.pipeline_run(job_id) / "run.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.writelines(f"{line}\n" for line in notes)
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.writelines(f"{line}\n" for line in notes)
+        except OSError:
+            pass  # the run cannot write its log either: its start fails the job, saying why
     runs.start(job, spec, values)
     return state.records.require(PIPELINE_JOBS, job.name)

@@ -125,6 +125,9 @@ class PipelineRuns:
         argv += ["--details", str(folder / DETAILS), "--files", str(folder / "run")]
         argv += param_args(values)
         env = dict(os.environ, **{EMULATOR_ENV: self.state.address, HOME_ENV: str(self.state.root)})
+        # this emulator's Cloud Storage door: the tasks reach the store (and its Cloud Build)
+        # through it, as Vertex's tasks reach Google's
+        env.update(self.state.storage_env())
         # the run is this emulator's own code: the trainpool it runs from, whatever the
         # emulator's PYTHONPATH (its tasks get none of it, kfprun.task_env)
         env["PYTHONPATH"] = os.pathsep.join(

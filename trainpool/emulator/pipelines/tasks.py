@@ -8,7 +8,8 @@ replica of a job gets (:mod:`trainpool.emulator.jobs.launches`), by the same mea
   its image's stand-in (:mod:`.task_python`) and the packages its kfp bootstrap asks for
   (:mod:`.task_packages`); nothing it installs reaches the emulator, another task or run;
 - a fresh HOME and working directory (a copy of a local image's files);
-- the local store at ``/gcs`` and the stores, its image's packages and this emulator's
+- the local store at ``/gcs`` and the stores (the local image store too, unless no storage
+  door lets a build task reach Cloud Build), its image's packages and this emulator's
   Python read-only, in a mount namespace of its own made by the replica guard
   (:mod:`trainpool.emulator.jobs.gcs_mount`, :mod:`trainpool.emulator.jobs.spawner`); the
   host's own ``/gcs`` is never written;
@@ -116,6 +117,11 @@ class TaskSandboxes:
         self, spec: Mapping[str, Any], run_dir: Path, environ: Callable[[str], dict[str, str]]
     ) -> bool:
         self.run_dir, self.environ = run_dir, environ
+        if not environ("").get("STORAGE_EMULATOR_HOST"):
+            # no storage door: a build task cannot reach Cloud Build and builds into the local
+            # image store itself (trainpool.images.service: backend auto), as
+            # `trainpool build-image --local` does
+            self.stores = tuple(store for store in self.stores if store != self.home.images)
         (run_dir / "tasks").mkdir(parents=True, exist_ok=True)
         self.home.gcs.mkdir(parents=True, exist_ok=True)  # the source of /gcs
         modules, count = warm.launcher_tasks(spec)
