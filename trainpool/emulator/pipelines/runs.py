@@ -273,6 +273,7 @@ def runs_of(state: EmulatorState, runner: Runner) -> PipelineRuns:
 
     def make() -> PipelineRuns:
         runs = PipelineRuns(state, runner)
+        state.records.reindex(PIPELINE_JOBS)  # jobs a store kept before List filtered on times
         runs.recover()
         state.on_stop(runs.stop_all)
         return runs

@@ -252,6 +252,24 @@ class Records:
             except DiskFull:
                 return
 
+    def reindex(self, kind: Kind) -> int:
+        """Store the indexed fields of every resource of ``kind`` whose rows lack them (a
+        store written before the kind indexed them); how many were written."""
+        rows = self.db.read(
+            "SELECT name, proto FROM resources WHERE kind = ? ORDER BY seq", [kind.collection]
+        )
+        written = 0
+        for row in rows:
+            fields = kind.fields_of(kind.message.deserialize(row["proto"]))
+            kept = self.db.read(
+                "SELECT field, value FROM resource_fields WHERE name = ?", [row["name"]]
+            )
+            if {r["field"]: r["value"] for r in kept} != fields:
+                with self.db.transaction() as conn:
+                    self._set_fields(conn, row["name"], fields)
+                written += 1
+        return written
+
     def unsaved(self) -> int:
         """How many updates wait in memory for disk space."""
         return len(self._unsaved)
