@@ -17,10 +17,11 @@ that reads or writes there (the emulator, the local run, the image store, the CL
                                     pipeline tasks' Pythons and packages
     <root>/pipeline-cache/          pipeline tasks' execution cache (``kfprun.cache``)
     <root>/jobs/<job id>/           a job's files (:class:`JobFiles`)
-    <root>/pipelines/<job id>/      a PipelineJob's spec, run log and outputs
+    <root>/pipelines/<job id>/      a PipelineJob's spec, run log and its run's files (run/)
     <root>/schedules/<id>/          a Schedule's log: each run started, queued or skipped
     <root>/builds/<build id>/       a Cloud Build's log
-    <root>/localrun/<run>/          a local run's resolved YAML, work folder and transcript
+    <root>/localrun/<run>/          a local run's resolved YAML, its tasks' sandboxes and logs;
+                                    its transcript beside it
 
 Standard library and ``trainpool.config`` only.
 """
