@@ -72,6 +72,7 @@ def test_two_pipeline_runs_are_compared_as_on_vertex(
             job_id=f"{transport}-run-{index}",
             pipeline_root="gs://lineage-bucket/root",
             parameter_values={"learning_rate": lr, "dropout_rate": 0.3},
+            enable_caching=False,  # each transport's runs execute (Vertex caches by default)
         )
         job.submit(experiment=experiment)
         job.wait()

@@ -127,3 +127,22 @@ def test_writes_from_many_threads_at_once_lose_nothing(records: Records) -> None
         assert {j.state for j in found} == {JobState.JOB_STATE_RUNNING}
     left = records.db.read("SELECT COUNT(*) AS n FROM resource_labels")[0]["n"]
     assert left == 8 * 30, "a deleted record's labels went with it"
+
+
+def test_a_store_kept_before_a_kind_indexed_its_times_is_indexed_again(tmp_path: Path) -> None:
+    from google.cloud.aiplatform_v1.types import pipeline_job as pj
+
+    from trainpool.emulator.records.kinds import PIPELINE_JOBS
+
+    records = Records(Database(tmp_path / "db.sqlite"))
+    job = pj.PipelineJob(name="projects/p/locations/us-central1/pipelineJobs/a")
+    job.create_time = records.clock.now()
+    records.insert(PIPELINE_JOBS, "projects/p/locations/us-central1", job)
+    with records.db.transaction() as conn:  # as an earlier emulator left it
+        conn.execute("DELETE FROM resource_fields")
+    parent = "projects/p/locations/us-central1"
+    assert records.page(PIPELINE_JOBS, parent, filter='create_time>"2000-01-01T00:00:00Z"')[0] == []
+    assert records.reindex(PIPELINE_JOBS) == 1
+    found, _ = records.page(PIPELINE_JOBS, parent, filter='create_time>"2000-01-01T00:00:00Z"')
+    assert [j.name for j in found] == [job.name]
+    assert records.reindex(PIPELINE_JOBS) == 0

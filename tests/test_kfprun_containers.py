@@ -142,20 +142,16 @@ def test_integral_numbers_in_lists_and_structs_are_ints_as_vertex_writes_them() 
     assert containers.integral([{"goal": 2.0, "lr": 0.5}, 3.0]) == [{"goal": 2, "lr": 0.5}, 3]
 
 
-def test_kfp_locals_python_swap_leaves_the_executor_inputs_json_alone() -> None:
-    from kfp.local import subprocess_task_handler
-
-    containers.install()
-    spec = '{"inputs": {"parameterValues": {"command": ["/usr/bin/python3", "-c", "x"]}}}'
-    command = ["sh", "-c", "python3 -m kfp.dsl.executor_main", "--executor_input", spec]
-    swapped = subprocess_task_handler.replace_python_executable(command, "/venv/bin/python")
-    assert swapped == [
-        "sh",
-        "-c",
-        "/venv/bin/python -m kfp.dsl.executor_main",
-        "--executor_input",
-        spec,
-    ]
+def test_a_python_path_in_a_tasks_input_reaches_it_unchanged(
+    served: object, tmp_path: Path
+) -> None:
+    """kfp.local's ``replace_python_executable`` rewrote "python3" inside every argument, the
+    executor input's JSON too (a job's ``/usr/bin/python3`` became ``/usr/bin//.../python``);
+    a task's ``python3`` is now its own Python's, found on its PATH, and nothing is rewritten."""
+    path = compile_fixture("echo_command", tmp_path)
+    result = run_local(path, {})
+    assert result.state == "SUCCEEDED", result.error
+    assert result.outputs["Output"] == ["/usr/bin/python3", "-c", "x"]
 
 
 def test_the_readmes_command_runs_a_gcpc_pipeline(served: object, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ def test_an_artifact_uri_the_task_wrote_replaces_the_one_it_was_given(tmp_path: 
     output_file.write_text(json.dumps({"artifacts": {"model": {"artifacts": [written]}}}))
     details = TaskDetails(gcs)
     details.record(
-        "select-model",
+        2,
         {
             "outputs": {
                 "outputFile": str(output_file),
@@ -31,7 +31,7 @@ def test_an_artifact_uri_the_task_wrote_replaces_the_one_it_was_given(tmp_path: 
             }
         },
     )
-    task = TaskState("select-model", state="SUCCEEDED", started=1.0, ended=2.0)
+    task = TaskState("select-model", state="SUCCEEDED", started=1.0, ended=2.0, task_id=2)
     [detail] = details.rest([task])
     model = detail["outputs"]["model"]["artifacts"][0]
     assert (model["uri"], model["metadata"]) == ("gs://bucket/runs/7/model/", {"f": 1})

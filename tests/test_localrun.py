@@ -131,8 +131,10 @@ def test_run_succeeds_with_its_own_emulator(tiny: Path, tmp_path: Path, no_emula
     ]
     assert EMULATOR_ENV not in os.environ
     runs = tmp_path / "gcs" / "local-pipeline-root" / "runs"  # gs://local-pipeline-root/runs
-    assert result.run_dir is not None and result.run_dir.parent == runs
-    assert (result.run_dir / "add" / "executor_output.json").is_file()
+    # <pipeline root>/<project number>/<job id>/<task name>_<task id>/ (kfprun/tasks.py)
+    assert result.run_dir is not None and result.run_dir.parent == runs / "0"
+    [add] = [t for t in result.tasks if t.name == "add"]
+    assert (result.run_dir / f"add_{add.task_id}" / "executor_output.json").is_file()
     assert "Executing task" in result.transcript.read_text()
     assert (tmp_path / "emulator.sqlite").is_file()
 

@@ -420,3 +420,54 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
     assert " FAILED(STOCKOUT),SUCCEEDED " in rows[4], "night 3's jobs: preempted, retried"
     for row, model in zip(rows[2:9], models, strict=True):
         assert " SUCCEEDED " in row and model in row
+
+
+def test_the_retraining_gate_registers_a_nightly_model_only_when_it_beats_the_blessed_one(
+    tmp_path: Path, own_emulator: None
+) -> None:
+    """The retraining pattern (fixtures/pipelines/retraining.py: trainpool's components and a
+    dsl.If on a comparison), scheduled nightly and rehearsed on the emulator: night 1 has no
+    blessed model and registers its own, night 2's is worse and is not registered, night 3's
+    is better and is; `trainpool schedule runs` shows which night registered a model."""
+    from fixtures.pipelines import compile_fixture
+    from typer.testing import CliRunner
+
+    from trainpool.cli import app
+    from trainpool.config import HOME_ENV
+    from trainpool.vertex.clients import model_client
+    from trainpool.vertex.schedules import runs
+
+    def cli(*args: str) -> str:
+        done = CliRunner().invoke(app, list(args))
+        assert done.exit_code == 0, f"trainpool {' '.join(args)}: {done.stderr}"
+        return str(done.stdout)
+
+    parent = "projects/demo-project/locations/us-central1"
+    target = ["--project", "demo-project", "--location", "us-central1"]
+    pipeline = compile_fixture("retraining_gate", tmp_path)
+    quality = tmp_path / "gcs" / "demo-data" / "quality.txt"
+    quality.parent.mkdir(parents=True)
+    (tmp_path / "gcs" / "demo-bucket").mkdir(parents=True)
+    with emulator.start(tmp_path) as emu, pytest.MonkeyPatch.context() as env:
+        env.setenv(EMULATOR_ENV, emu.address)
+        env.setenv(HOME_ENV, str(tmp_path))
+        cli("clock", "advance", "--to", "2040-01-01T00:00:00Z")
+        cli(
+            "submit", str(pipeline), *target, "--pipeline-root", "gs://demo-bucket/runs",
+            "--schedule", "0 3 * * *", "--display-name", "gated",
+        )  # fmt: skip
+        for accuracy in ("0.7", "0.6", "0.9"):  # tonight's data
+            quality.write_text(accuracy)
+            cli("clock", "advance", "1d", "--wait")
+        history = cli("schedule", "runs", "gated", *target)
+        nights = runs(f"{parent}/schedules/1000", "us-central1")
+        models = list(model_client("us-central1").list_models(parent=parent))
+    assert [run.job.state.name for run in nights] == ["PIPELINE_STATE_SUCCEEDED"] * 3, history
+    gates = [{t.task_name: t.state.name for t in run.job.job_detail.task_details} for run in nights]
+    assert [gate.get("upload-model", "-") for gate in gates] == ["SUCCEEDED", "-", "SUCCEEDED"]
+    assert gates[1]["condition-1"] == "NOT_TRIGGERED"
+    assert sorted(m.artifact_uri for m in models) == sorted(nights[n].model_uri for n in (0, 2))
+    assert [bool(run.registered) for run in nights] == [True, False, True]
+    rows = history.splitlines()[2:5]
+    assert rows[0].endswith(nights[0].registered) and rows[2].endswith(nights[2].registered)
+    assert rows[1].endswith("  -"), "night 2 kept the blessed model"

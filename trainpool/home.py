@@ -13,12 +13,15 @@ that reads or writes there (the emulator, the local run, the image store, the CL
     <root>/gcs/BUCKET/OBJECT        local Cloud Storage (``cluster_env.gcs.to_path``)
     <root>/storage-uploads/         the Cloud Storage door's uploads in progress
     <root>/images/                  the local image store (``images.local_store``)
-    <root>/environments/            prebuilt training images as virtualenvs (emulator)
+    <root>/environments/            prebuilt training images as virtualenvs (emulator), and
+                                    pipeline tasks' Pythons and packages
+    <root>/pipeline-cache/          pipeline tasks' execution cache (``kfprun.cache``)
     <root>/jobs/<job id>/           a job's files (:class:`JobFiles`)
-    <root>/pipelines/<job id>/      a PipelineJob's spec, run log and outputs
+    <root>/pipelines/<job id>/      a PipelineJob's spec, run log and its run's files (run/)
     <root>/schedules/<id>/          a Schedule's log: each run started, queued or skipped
     <root>/builds/<build id>/       a Cloud Build's log
-    <root>/localrun/<run>/          a local run's resolved YAML, work folder and transcript
+    <root>/localrun/<run>/          a local run's resolved YAML, its tasks' sandboxes and logs;
+                                    its transcript beside it
 
 Standard library and ``trainpool.config`` only.
 """
@@ -195,6 +198,11 @@ class Home:
     @property
     def localrun(self) -> Path:
         return self.root / "localrun"
+
+    @property
+    def pipeline_cache(self) -> Path:
+        """Pipeline tasks' execution cache: one file per cache key (``trainpool.kfprun.cache``)."""
+        return self.root / "pipeline-cache"
 
     def job(self, job_id: str) -> JobFiles:
         return JobFiles(self.root / "jobs" / job_id)

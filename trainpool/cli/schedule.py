@@ -123,8 +123,9 @@ def runs_command(
     location: Location = "us-central1",
     root: Root = None,
 ) -> None:
-    """The schedule's runs, oldest first: state, created, training jobs, model; then (on the
-    emulator) its log: every run started, queued or skipped, and why."""
+    """The schedule's runs, oldest first: state, created, training jobs, model, the Model it
+    registered ("-": none, as when a gate kept the blessed one); then (on the emulator) its
+    log: every run started, queued or skipped, and why."""
     import os
 
     from google.api_core import exceptions
@@ -143,7 +144,7 @@ def runs_command(
         fail(str(err), 1)
     typer.echo(f"{s.name} ({s.display_name}): {s.state.name}, {len(found)} run(s)")
     jobs_column = f" {'JOBS':<28}" if on_emulator else ""
-    typer.echo(f"{'RUN':<48} {'STATE':<10} {'CREATED':<20}{jobs_column} MODEL")
+    typer.echo(f"{'RUN':<48} {'STATE':<10} {'CREATED':<20}{jobs_column} MODEL  REGISTERED")
     for run in found:
         jobs = f" {_run_jobs(run.job.name, location):<28}" if on_emulator else ""
         model = run.model_uri or "-"
@@ -151,7 +152,7 @@ def runs_command(
             model += f" ({to_path(run.model_uri, home.gcs)})"
         typer.echo(
             f"{run.job.name.rsplit('/', 1)[-1]:<48} {short(run.job.state):<10} "
-            f"{when(run.job.create_time):<20}{jobs} {model}"
+            f"{when(run.job.create_time):<20}{jobs} {model}  {run.registered or '-'}"
         )
     log = home.schedule_log(s.name.rsplit("/", 1)[-1])
     if on_emulator and log.is_file():

@@ -8,10 +8,34 @@ watched, restarted, stopped, by Vertex's failure rules), ``sweeps/`` (trials and
 rules), ``pipelines/`` (PipelineJobs and TrainingPipelines), ``builds/`` (Cloud Build),
 ``records/`` (every resource in SQLite, paging), ``cloud_storage/`` (the JSON API door),
 ``faults/`` (what tests inject). ``docs/internals.md`` maps them.
+
+The names below are imported when first asked for: a process that needs one room only (a
+PipelineJob's run, :mod:`trainpool.emulator.pipelines.run_process`, which starts tasks) does
+not import the server and every service with it (about 4 s of CPU).
 """
 
-from trainpool.emulator.faults.config import Faults, KillFault
-from trainpool.emulator.server import SERVICES, Emulator, start
-from trainpool.emulator.state import EmulatorState
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainpool.emulator.faults.config import Faults, KillFault
+    from trainpool.emulator.server import SERVICES, Emulator, start
+    from trainpool.emulator.state import EmulatorState
 
 __all__ = ["SERVICES", "Emulator", "EmulatorState", "Faults", "KillFault", "start"]
+_WHERE = {
+    "SERVICES": "trainpool.emulator.server",
+    "Emulator": "trainpool.emulator.server",
+    "start": "trainpool.emulator.server",
+    "EmulatorState": "trainpool.emulator.state",
+    "Faults": "trainpool.emulator.faults.config",
+    "KillFault": "trainpool.emulator.faults.config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_WHERE[name]), name)

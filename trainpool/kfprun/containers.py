@@ -9,13 +9,13 @@ google_cloud_pipeline_components.container.v1.<op>.launcher``), installed here w
 :func:`install` swaps two module attributes of kfp.local, the task handler and the
 placeholder resolver (kfp.local offers no extension point):
 
-- a lightweight Python component runs as kfp.local runs it;
-- a GCPC launcher whose Vertex service the emulator serves (:data:`LAUNCHERS`) runs as a
-  local process of this interpreter, its clients pointed at the emulator by
-  :mod:`trainpool.redirect` (the run gives every task that environment);
+- a lightweight Python component and a GCPC launcher whose Vertex service the emulator
+  serves (:data:`LAUNCHERS`) are handed to the run's launcher
+  (:class:`trainpool.kfprun.launching.Launcher`) as they are, ``python3`` included: each
+  runs in a sandbox of its image (a GCPC launcher's clients pointed at the emulator by
+  :mod:`trainpool.redirect`: the run gives every task that environment);
 - anything else is refused before the run starts (:func:`unrunnable`), naming the task,
-  its image and why;
-- kfp.local's swap of ``python3`` for this interpreter spares the executor input's JSON.
+  its image and why.
 
 Placeholders are filled as Vertex fills them (GCPC ``_placeholders.py``, kfp
 ``dsl/__init__.py``): the run's project and location, ``""`` for the persistent resource,
@@ -23,22 +23,25 @@ service account, network and encryption key, the PipelineJob's resource name,
 ``{{$.json_escape[N]}}`` the executor input JSON escaped N times; integral numbers in LIST
 and STRUCT values are written as integers, as Vertex's backend writes them (kfp.local
 writes ``2.0``, which GCPC's ``MetricSpec`` refuses); output folders are made before the
-task runs, as Vertex's launcher does.
+task runs, as Vertex's launcher does. Where tasks see the local store at ``/gcs``, the
+executor input is what Vertex gives a task: artifacts' URIs ``gs://BUCKET/...`` (their
+``.path`` then ``/gcs/BUCKET/...``) and the files it writes under ``/gcs/``; a
+``PipelineTaskFinalStatus`` names the PipelineJob.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
-import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from trainpool.errors import InputError, Problem
-from trainpool.kfprun import interrupt
+from trainpool.kfprun import context, interrupt, tasks
+from trainpool.kfprun.context import JSON_ESCAPE, RunContext, current_run
+from trainpool.kfprun.launching import TaskStart
 
 EXECUTOR_MAIN = "kfp.dsl.executor_main"
 LAUNCHER = re.compile(r"google_cloud_pipeline_components\.container\.(\w+)\.([\w.]+)\.launcher")
@@ -51,7 +54,6 @@ LAUNCHERS = {
 }
 """GCPC v1 launchers whose Vertex service the emulator serves, by module under
 ``google_cloud_pipeline_components.container.v1``."""
-_JSON_ESCAPE = "@@TRAINPOOL_JSON_ESCAPE_{}@@"
 
 
 def verdict(command: list[str]) -> tuple[str, str]:
@@ -118,40 +120,6 @@ def check(spec: Mapping[str, Any]) -> None:
         raise InputError(problems)
 
 
-@dataclass
-class RunContext:
-    """What the placeholders of the current run are filled with; ``record`` gets each
-    task's name and executor input."""
-
-    project: str
-    location: str
-    job_id: str
-    record: Callable[[str, dict[str, Any]], None] = field(default=lambda name, inputs: None)
-    launchers: Any = None
-    """GCPC launchers started ahead (:class:`trainpool.kfprun.warm.WarmLaunchers`), or None."""
-
-    def values(self) -> dict[str, str]:
-        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        resource = f"projects/{self.project}/locations/{self.location}/pipelineJobs/{self.job_id}"
-        return {
-            "{{$.pipeline_google_cloud_project_id}}": self.project,
-            "{{$.pipeline_google_cloud_location}}": self.location,
-            "{{$.pipeline_persistent_resource_id}}": "",
-            "{{$.pipeline_service_account}}": "",
-            "{{$.pipeline_network}}": "",
-            "{{$.pipeline_encryption_key_name}}": "",
-            "{{$.pipeline_job_resource_name}}": resource,
-            "{{$.pipeline_job_uuid}}": self.job_id,
-            "{{$.pipeline_job_create_time_utc}}": now,
-            "{{$.pipeline_job_schedule_time_utc}}": now,
-            "{{$.json_escape[0]}}": _JSON_ESCAPE.format(0),
-            "{{$.json_escape[1]}}": _JSON_ESCAPE.format(1),
-        }
-
-
-_current: list[RunContext] = []
-
-
 def _substitute(value: Any, values: Mapping[str, str]) -> Any:
     if isinstance(value, str):
         for key, replacement in values.items():
@@ -196,7 +164,8 @@ def _resolver(original: Callable[..., list[str]]) -> Callable[..., list[str]]:
         pipeline_root: str,
         unique_pipeline_id: str,
     ) -> list[str]:
-        if not _current:
+        run = current_run()
+        if run is None:
             return original(
                 full_command,
                 executor_input_dict,
@@ -205,7 +174,6 @@ def _resolver(original: Callable[..., list[str]]) -> Callable[..., list[str]]:
                 pipeline_root,
                 unique_pipeline_id,
             )
-        run = _current[-1]
         values = run.values()
         command = _substitute(list(full_command), values)
         parameters = executor_input_dict.get("inputs", {}).get("parameterValues", {})
@@ -214,7 +182,11 @@ def _resolver(original: Callable[..., list[str]]) -> Callable[..., list[str]]:
             parameters[name] = integral(value) if isinstance(value, list | dict) else value
         for path in filter(None, _output_paths(executor_input_dict)):
             os.makedirs(os.path.dirname(path), exist_ok=True)
-        run.record(task_resource_name, executor_input_dict)
+        task = tasks.current()
+        if task is not None:
+            run.record(task.task_id, copy.deepcopy(executor_input_dict))
+        _final_status(parameters, run.resource_name)
+        _as_seen(executor_input_dict, run)
         resolved = original(
             command,
             executor_input_dict,
@@ -224,17 +196,18 @@ def _resolver(original: Callable[..., list[str]]) -> Callable[..., list[str]]:
             unique_pipeline_id,
         )
         raw = json.dumps(executor_input_dict)
-        escaped = {_JSON_ESCAPE.format(0): raw, _JSON_ESCAPE.format(1): json.dumps(raw)[1:-1]}
+        escaped = {JSON_ESCAPE.format(0): raw, JSON_ESCAPE.format(1): json.dumps(raw)[1:-1]}
         return [_substitute(part, escaped) for part in resolved]
 
     return replace_placeholders
 
 
 def _handler(base: type) -> type:
-    from kfp.local import status, subprocess_task_handler
+    from kfp.local import status
 
     class LocalTaskHandler(base):  # type: ignore[misc, valid-type]
-        """kfp.local's handler for lightweight components; GCPC's launchers as local processes."""
+        """Every task through the run's launcher: a lightweight component as its image's
+        container would run it, a GCPC launcher as a local process of GCPC's image."""
 
         def __init__(
             self,
@@ -245,9 +218,6 @@ def _handler(base: type) -> type:
             env_vars: dict[str, str] | None = None,
         ) -> None:
             self.kind, why = verdict(full_command)
-            if self.kind == "python":
-                super().__init__(image, full_command, pipeline_root, runner, env_vars)
-                return
             if not self.kind:
                 raise RuntimeError(f"image {image!r}: {why}")
             self.image, self.full_command, self.pipeline_root = image, full_command, pipeline_root
@@ -255,56 +225,73 @@ def _handler(base: type) -> type:
 
         def run(self) -> Any:
             interrupt.check()
-            if self.kind == "python":
-                return super().run()
-            command = list(self.full_command)
-            if command and command[0] in ("python", "python3"):
-                command[0] = sys.executable  # the launcher's first word only, not its payload
-            warm = _current[-1].launchers if _current else None
-            code = warm.run(command, self.env_vars) if warm is not None else None
-            if code is None:
-                code = subprocess_task_handler.run_local_subprocess(command, self.env_vars)
+            run, task = current_run(), tasks.current()
+            if run is None or task is None:
+                raise RuntimeError("a task ran outside a local run's launcher")
+            start = TaskStart(
+                task.name,
+                task.task_id,
+                self.image,
+                list(self.full_command),
+                {**run.environ(self.image), **self.env_vars},
+                self.kind,
+                task.notes,
+            )
+
+            def say(line: str) -> None:
+                run.log.say(task.task_id, line)
+                print(line)
+
+            task.attempts += 1
+            code = run.launcher.run(start, say)
+            print("\n")
+            if code != 0 and task.attempts <= task.retries and not interrupt.seen():
+                run.log.retried(
+                    task.task_id,
+                    f"attempt {task.attempts} of {task.retries + 1} exited with status {code}; "
+                    "retried (set_retry)",
+                )
             return status.Status.SUCCESS if code == 0 else status.Status.FAILURE
 
     return LocalTaskHandler
 
 
-def _python_words_only(original: Callable[[list[str], str], list[str]]) -> Any:
-    """kfp.local's ``replace_python_executable`` swaps "python3" inside every argument,
-    the executor input's JSON too, so a job spec whose command names ``.../bin/python3``
-    reached the job as ``.../bin//.../bin/python3``; leave the JSON arguments alone."""
+def _final_status(parameters: dict[str, Any], resource_name: str) -> None:
+    """A ``PipelineTaskFinalStatus`` input names the PipelineJob as Vertex does (kfp.local
+    writes ``local-pipeline-<task>``)."""
+    for value in parameters.values():
+        if isinstance(value, dict) and {"state", "pipeline_task_name"} <= set(value):
+            if str(value.get("pipeline_job_resource_name", "")).startswith("local-pipeline-"):
+                value["pipeline_job_resource_name"] = resource_name
 
-    def replace_python_executable(full_command: list[str], new_executable: str) -> list[str]:
-        replaced = original(full_command, new_executable)
-        return [
-            before if before.lstrip().startswith("{") else after
-            for before, after in zip(full_command, replaced, strict=True)
-        ]
 
-    return replace_python_executable
+def _as_seen(executor_input: dict[str, Any], run: RunContext) -> None:
+    """The executor input as the task sees the store (:meth:`RunContext.as_seen`): artifact
+    URIs ``gs://``, the files it writes under ``/gcs/``."""
+    for side in ("inputs", "outputs"):
+        for listed in executor_input.get(side, {}).get("artifacts", {}).values():
+            for artifact in listed.get("artifacts", []):
+                artifact["uri"] = run.as_seen(artifact.get("uri", ""), path=False)
+    outputs = executor_input.get("outputs", {})
+    if outputs.get("outputFile"):
+        outputs["outputFile"] = run.as_seen(outputs["outputFile"], path=True)
+    for parameter in outputs.get("parameters", {}).values():
+        if parameter.get("outputFile"):
+            parameter["outputFile"] = run.as_seen(parameter["outputFile"], path=True)
 
 
 def install() -> None:
-    """Swap kfp.local's task handler and placeholder resolver (once per process); they act
-    as kfp.local's own outside a :func:`running` block. Every task runs under the task guard
-    (:func:`trainpool.kfprun.interrupt.guarded`), so none outlives the run."""
+    """Swap kfp.local's task handler and placeholder resolver and wrap its task executor
+    (once per process); they act as kfp.local's own outside a :func:`running` block."""
     from kfp.local import placeholder_utils, subprocess_task_handler
 
+    tasks.install()
     if getattr(subprocess_task_handler, "_trainpool_installed", False):
         return
     subprocess_task_handler.SubprocessTaskHandler = _handler(  # type: ignore[misc]
         subprocess_task_handler.SubprocessTaskHandler
     )
-    subprocess_task_handler.replace_python_executable = _python_words_only(
-        subprocess_task_handler.replace_python_executable
-    )
     placeholder_utils.replace_placeholders = _resolver(placeholder_utils.replace_placeholders)
-    run_task = subprocess_task_handler.run_local_subprocess
-
-    def run_guarded(full_command: list[str], env_vars: dict[str, str] | None = None) -> int:
-        return run_task(interrupt.guarded(full_command), env_vars)
-
-    subprocess_task_handler.run_local_subprocess = run_guarded
     subprocess_task_handler._trainpool_installed = True  # type: ignore[attr-defined]
 
 
@@ -316,8 +303,8 @@ class running:  # noqa: N801 - used as a context manager
 
     def __enter__(self) -> RunContext:
         install()
-        _current.append(self.context)
+        context.enter(self.context)
         return self.context
 
     def __exit__(self, *_: object) -> None:
-        _current.remove(self.context)
+        context.leave(self.context)

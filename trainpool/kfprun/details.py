@@ -5,8 +5,9 @@ its name, state, times and state history (``pipeline_task_status``), its artifac
 ``inputs``/``outputs``, and its parameters in ``execution.metadata`` as ``input:NAME`` and
 ``output:NAME`` (what the aiplatform SDK reads: ``model_evaluation_job.py``,
 ``pipeline_jobs.py``). A local run records each task's executor input as kfp.local
-resolves it (:mod:`trainpool.kfprun.containers`), its state from the transcript
-(:class:`trainpool.kfprun.tasklog.TaskLog`), and its outputs from the files it wrote;
+resolves it (:mod:`trainpool.kfprun.containers`), its states as they come
+(:class:`trainpool.kfprun.tasklog.TaskLog`), and its outputs from the files it wrote; a
+cached task (``SKIPPED``, its execution ``CACHED``) shows the outputs it reused;
 :meth:`TaskDetails.rest` writes them as REST JSON, with ``gs://`` URIs for artifacts in the
 local store. A launcher's ``gcp_resources`` output names the CustomJob or sweep it
 created. The PipelineJob's own root task is the emulator's to add.
@@ -30,8 +31,16 @@ _STATES = {
     "FAILED": "FAILED",
     "SKIPPED": "SKIPPED",
     "CANCELLED": "CANCELLED",
+    "NOT_TRIGGERED": "NOT_TRIGGERED",
 }
-_EXECUTION = {"RUNNING": "RUNNING", "SUCCEEDED": "COMPLETE", "FAILED": "FAILED"}
+_EXECUTION = {
+    "RUNNING": "RUNNING",
+    "SUCCEEDED": "COMPLETE",
+    "FAILED": "FAILED",
+    "SKIPPED": "CACHED",
+    "CANCELLED": "CANCELLED",
+}
+"""A task's state -> its execution's (``Execution.State``, aiplatform v1 ``execution.proto``)."""
 
 
 def _rfc3339(moment: datetime) -> str:
@@ -56,12 +65,39 @@ class TaskDetails:
     def __init__(self, gcs_root: Path, spec: dict[str, Any] | None = None) -> None:
         self.gcs_root = gcs_root
         self._types = output_types(spec or {})
-        self._inputs: dict[str, dict[str, Any]] = {}
+        self._inputs: dict[int, dict[str, Any]] = {}
+        self._cached: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
-    def record(self, task: str, executor_input: dict[str, Any]) -> None:
+    def record(self, task_id: int, executor_input: dict[str, Any]) -> None:
+        """Task ``task_id`` was started with ``executor_input``."""
         with self._lock:
-            self._inputs[task] = copy.deepcopy(executor_input)
+            self._inputs[task_id] = copy.deepcopy(executor_input)
+
+    def cached(self, task_id: int, outputs: dict[str, Any]) -> None:
+        """Task ``task_id`` was a cache hit: ``outputs`` (values and ``dsl.Artifact``s) are
+        the earlier execution's."""
+        from kfp import dsl
+
+        parameters: dict[str, Any] = {}
+        artifacts: dict[str, Any] = {}
+        for name, value in outputs.items():
+            listed = value if isinstance(value, list) else [value]
+            if listed and all(isinstance(v, dsl.Artifact) for v in listed):
+                artifacts[name] = {
+                    "artifacts": [
+                        {
+                            "uri": a.uri,
+                            "metadata": dict(a.metadata),
+                            "type": {"schemaTitle": a.schema_title},
+                        }
+                        for a in listed
+                    ]
+                }
+            else:
+                parameters[name] = value
+        with self._lock:
+            self._cached[task_id] = {"parameterValues": parameters, "artifacts": artifacts}
 
     def _uri(self, path: str) -> str:
         """A local-store path as its ``gs://`` URI; anything else as it is."""
@@ -124,12 +160,15 @@ class TaskDetails:
             return _rfc3339(wall - timedelta(seconds=mono - moment))
 
         with self._lock:
-            inputs = dict(self._inputs)
+            inputs, cached = dict(self._inputs), dict(self._cached)
         details = []
-        for number, task in enumerate(tasks, start=2):
+        for task in tasks:
             state = _STATES.get(task.state, "RUNNING")
-            executor_input = inputs.get(task.name, {})
+            executor_input = inputs.get(task.task_id, {})
             written = self._written(task.name, executor_input) if task.ended is not None else {}
+            if task.task_id in cached:
+                executor_input = {"outputs": {"artifacts": cached[task.task_id]["artifacts"]}}
+                written = {"parameterValues": cached[task.task_id]["parameterValues"]}
             metadata = {
                 f"input:{k}": v
                 for k, v in executor_input.get("inputs", {}).get("parameterValues", {}).items()
@@ -137,11 +176,17 @@ class TaskDetails:
             metadata.update(
                 {f"output:{k}": v for k, v in written.get("parameterValues", {}).items()}
             )
-            history = [{"updateTime": at(task.started), "state": "RUNNING"}]
-            if task.ended is not None and state != "RUNNING":
-                history.append({"updateTime": at(task.ended), "state": state})
+            history = []
+            for moment, seen, error in task.history:
+                status: dict[str, Any] = {
+                    "updateTime": at(moment),
+                    "state": _STATES.get(seen, "RUNNING"),
+                }
+                if error:
+                    status["error"] = {"code": 2, "message": error}  # google.rpc.Code UNKNOWN
+                history.append(status)
             detail: dict[str, Any] = {
-                "taskId": str(number),
+                "taskId": str(task.task_id),
                 "taskName": task.name,
                 "taskUniqueName": task.name,
                 "createTime": at(task.started),

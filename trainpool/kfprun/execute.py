@@ -8,15 +8,18 @@ What Vertex AI Pipelines does before and around a run, the run does too:
   (``images.sources``), and the tasks get its ``gs://`` URI;
 - the pipeline root is a ``gs://`` URI in the local store, so artifacts have the
   Cloud Storage names they would have on Vertex;
-- each task runs outside the checkout, with the components image's environment
-  (:mod:`trainpool.kfprun.task_env`), and the run's labels
-  (``VERTEX_AI_PIPELINES_RUN_LABELS``, :data:`RUN_LABEL`), which their jobs carry.
+- each task gets its image's environment (:mod:`trainpool.kfprun.task_env`), and the run's
+  labels (``VERTEX_AI_PIPELINES_RUN_LABELS``, :data:`RUN_LABEL`), which their jobs carry;
+- each task runs in a sandbox of its own that the caller's launcher gives it
+  (:class:`trainpool.kfprun.launching.Launcher`: its image's Python, ``/gcs``), is recorded
+  and cached as Vertex records and caches it (:mod:`trainpool.kfprun.tasks`), and writes
+  its outputs where Vertex would.
 
-The YAML is then called under ``kfp.local.init(SubprocessRunner(use_venv=False))``: each
-lightweight component runs as a subprocess of this interpreter, against the emulator
-``VERTEX_AI_EMULATOR_HOST`` names. Everything kfp.local prints, its warnings and log records
-included, goes to the transcript. SIGTERM or SIGINT stops the tasks and ends the run
-CANCELLED (:mod:`trainpool.kfprun.interrupt`).
+The YAML is then called under ``kfp.local.init(SubprocessRunner(use_venv=False))``, whose
+task handler hands every task to the launcher (:mod:`trainpool.kfprun.containers`), against
+the emulator ``VERTEX_AI_EMULATOR_HOST`` names. Everything kfp.local prints, its warnings
+and log records included, goes to the transcript. SIGTERM or SIGINT stops the tasks and
+ends the run CANCELLED (:mod:`trainpool.kfprun.interrupt`).
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ from trainpool.cluster_env import gcs
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.home import Home
 from trainpool.images import sources
-from trainpool.kfprun import containers, interrupt, warm
+from trainpool.kfprun import containers, interrupt
+from trainpool.kfprun.cache import TaskCache
 from trainpool.kfprun.details import TaskDetails
+from trainpool.kfprun.launching import Launcher
 from trainpool.kfprun.task_env import image_environ, task_environ
 from trainpool.kfprun.tasklog import TaskLog, TaskState
 from trainpool.spec import placeholders
@@ -119,11 +124,16 @@ def _to(log: TaskLog) -> Any:
 
 @contextlib.contextmanager
 def to_transcript(log: TaskLog) -> Iterator[None]:
-    """kfp.local's prints, warnings and log records (stdout and stderr) into the transcript."""
+    """kfp.local's prints, warnings and log records (stdout and stderr) into the transcript;
+    its INFO records too (the tasks it skips: a condition that is false, an upstream task
+    that failed, which :class:`TaskLog` records)."""
     import logging
 
     handler = logging.StreamHandler(log)
-    logging.getLogger().addHandler(handler)
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(min(level, logging.INFO) if level else logging.INFO)
     try:
         with (
             warnings.catch_warnings(),
@@ -134,29 +144,8 @@ def to_transcript(log: TaskLog) -> Iterator[None]:
             warnings.showwarning = _to(log)
             yield
     finally:
-        logging.getLogger().removeHandler(handler)
-
-
-@contextlib.contextmanager
-def task_surroundings(workdir: Path, environ: Mapping[str, str]) -> Iterator[None]:
-    """Within the block, new subprocesses (kfp.local's tasks) start in ``workdir``, with
-    ``environ``."""
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    os.environ.clear()
-    os.environ.update(environ)
-    os.chdir(workdir)
-    try:
-        yield
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-
-
-def _executor_image(spec: Mapping[str, Any]) -> str:
-    executors = spec.get("deploymentSpec", {}).get("executors", {})
-    images = {e.get("container", {}).get("image", "") for e in executors.values()}
-    return images.pop() if len(images) == 1 else ""
+        root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def _not_named_like_a_component(resolved: Path) -> None:
@@ -195,7 +184,11 @@ def _every(seconds: float, action: Callable[[], None]) -> Iterator[None]:
 class Run:
     """One run of ``pipeline_path`` with ``params`` (typed again against its inputs) as
     ``project``'s run in ``location``, its outputs under ``pipeline_root`` (``gs://`` in the
-    local store of ``home``).
+    local store of ``home``), laid out under ``project_number`` and ``job_id`` as Vertex lays
+    them out; ``caching`` uses and fills the store's execution cache as the tasks'
+    ``cachingOptions`` say (:mod:`trainpool.kfprun.cache`). The run's own files (its
+    resolved YAML, transcript, tasks' sandboxes and logs) go to ``files`` (default a new
+    ``<root>/localrun/<pipeline>-<time>/``, its transcript beside it).
 
     Preparing it (the constructor) checks the input, writes the resolved YAML and uploads a
     local ``source_dir``; bad input (a parameter, a ``source_dir`` that is not a folder, a
@@ -213,6 +206,9 @@ class Run:
         pipeline_root: str,
         run_id: str = "",
         job_id: str = "",
+        project_number: str = "0",
+        caching: bool = True,
+        files: Path | None = None,
     ) -> None:
         spec = load_pipeline_spec(pipeline_path)
         self.values = coerce_values(params, pipeline_inputs(spec))
@@ -225,9 +221,13 @@ class Run:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         self.run_id = run_id or f"{stamp}-{os.getpid()}"
         self.job_id = job_id or self.run_id
-        self.run_dir = self.home.localrun / f"{self.pipeline}-{stamp}"
-        (self.run_dir / "work").mkdir(parents=True)
-        self.transcript = self.run_dir.with_suffix(".log")
+        self.project_number = project_number
+        self.caching = caching
+        self.run_dir = files or self.home.localrun / f"{self.pipeline}-{stamp}"
+        self.run_dir.mkdir(parents=True, exist_ok=files is not None)
+        self.transcript = (
+            self.run_dir / "transcript.log" if files else self.run_dir.with_suffix(".log")
+        )
         self.resolved = self.run_dir / "pipeline.yaml"
         self.resolved.write_text(
             placeholders.resolve(
@@ -251,11 +251,13 @@ class Run:
 
     def execute(
         self,
+        launcher: Launcher,
         around: Callable[[TaskLog], AbstractContextManager[Any]] | None = None,
         on_cancel: Callable[[], None] | None = None,
         details: Path | None = None,
     ) -> Execution:
-        """Run the tasks; a failed task gives a FAILED execution rather than an exception.
+        """Run the tasks, each by ``launcher``; a failed task gives a FAILED execution rather
+        than an exception.
 
         ``around(log)`` is entered while the tasks run (a live display, a job watch);
         ``on_cancel`` is called after a SIGTERM/SIGINT stopped them (to cancel the run's jobs);
@@ -282,18 +284,39 @@ class Run:
             if details is not None:
                 stack.callback(lambda: tasks.write(log.snapshot(), details))
                 stack.enter_context(_every(1.0, lambda: tasks.write(log.snapshot(), details)))
-            image_env = image_environ(_executor_image(self.spec), self.home.root)
-            environ = task_environ(os.environ, image_env, self.run_dir / "home", self.project)
-            modules, count = warm.launcher_tasks(self.spec)
-            launchers = warm.WarmLaunchers(modules, count, environ, str(self.run_dir / "work"))
+            host = dict(os.environ)
+            environs: dict[str, dict[str, str]] = {}
+
+            def environ(image: str) -> dict[str, str]:
+                if image not in environs:
+                    image_env = image_environ(image, self.home.root)
+                    environs[image] = task_environ(
+                        host, image_env, self.run_dir / "home", self.project
+                    )
+                return dict(environs[image])
+
+            mounted = launcher.begin(self.spec, self.run_dir, environ)
+            stack.callback(launcher.end)
             context = containers.RunContext(
-                self.project, self.location, self.job_id, tasks.record, launchers
+                self.project,
+                self.location,
+                self.job_id,
+                log,
+                launcher,
+                environ,
+                record=tasks.record,
+                cached=tasks.cached,
+                pipeline=self.pipeline,
+                cache=TaskCache(self.home.pipeline_cache) if self.caching else None,
+                project_number=self.project_number,
+                gcs_root=self.home.gcs,
+                mounted=mounted,
             )
             stack.enter_context(containers.running(context))
-            stack.enter_context(launchers)
             signals_seen = stack.enter_context(interrupt.handed_on())
+            stack.enter_context(interrupt.stopping(launcher.stop))
             try:
-                with to_transcript(log), task_surroundings(self.run_dir / "work", environ):
+                with to_transcript(log):
                     local.init(
                         local.SubprocessRunner(use_venv=False),
                         pipeline_root=str(self.pipeline_root),
@@ -306,13 +329,16 @@ class Run:
                 error = f"cancelled by {signal.Signals(signals_seen[0]).name}"
                 if on_cancel is not None:
                     on_cancel()
+            for state in log.snapshot():
+                if state.state == "RUNNING":
+                    log.end(state.task_id, "CANCELLED" if signals_seen else "FAILED")
         return Execution(
             pipeline=self.pipeline,
             state=("CANCELLED" if signals_seen else "FAILED") if error else "SUCCEEDED",
             outputs=outputs,
             seconds=time.monotonic() - started,
             transcript=self.transcript,
-            run_dir=log.run_dir,
+            run_dir=self.pipeline_root / self.project_number / self.job_id,
             error=error,
             tasks=log.snapshot(),
             signal=signals_seen[0] if signals_seen else None,

@@ -1,27 +1,25 @@
 """SIGTERM and SIGINT during a local run: stop the run's tasks, then cancel its jobs.
 
-kfp.local runs each task as a child process (``sh`` starting Python) and waits
-for it, so the signal is handed on to the task's whole process tree: this
-process's descendants in its own process group (the emulator's replicas run in
-sessions of their own and are not touched). A task that launched a job cancels it
-on SIGTERM; whatever job is left is cancelled by the caller once kfp.local returns
-(no RPC runs in a signal handler): ``trainpool run --local`` cancels its run's jobs, the
-emulator those of a PipelineJob it runs.
-With no task running, the handler raises :class:`trainpool.signals.Interrupted` so
-kfp.local starts no further task.
+The run's launcher (:class:`trainpool.kfprun.launching.Launcher`) starts each task in a
+session of its own and is told to stop them (:func:`stopping`); anything else the run
+started in its own process group (this process's descendants there) gets the signal too.
+A task that launched a job cancels it on SIGTERM; whatever job is left is cancelled by the
+caller once kfp.local returns (no RPC runs in a signal handler): ``trainpool run --local``
+cancels its run's jobs, the emulator those of a PipelineJob it runs. With no task running,
+the handler raises :class:`trainpool.signals.Interrupted` so kfp.local starts no further
+task; otherwise :func:`check` stops the next one from starting.
 
-A run that is SIGKILLed can hand nothing on: each task runs under
-:mod:`trainpool.kfprun.task_guard` (:func:`guarded`), which Linux signals when the run dies,
-and which then ends the task's processes (SIGTERM, SIGKILL after 2 s).
+A run that is SIGKILLed can hand nothing on: its launcher's tasks are children of a guard
+process that Linux signals when the run dies and that then kills them
+(``trainpool.emulator.jobs.replica_guard``).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -29,17 +27,26 @@ from types import FrameType
 from trainpool.signals import Interrupted
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
-TASK_GUARD = Path(__file__).with_name("task_guard.py")
-
-
-def guarded(command: list[str]) -> list[str]:
-    """``command`` run under the task guard: it ends with this process, SIGKILL included."""
-    return [sys.executable, "-I", "-S", str(TASK_GUARD), str(os.getpid()), *command]
-
-
-_spared: set[int] = set()
 _blocks: list[list[int]] = []
 """The signals seen by each :func:`handed_on` block now open, innermost last."""
+_stoppers: list[Callable[[], bool]] = []
+"""Called on a signal (from the handler): each stops its running tasks, True if it had any."""
+
+
+def seen() -> int:
+    """How many signals the innermost :func:`handed_on` block has seen (0 outside one)."""
+    return len(_blocks[-1]) if _blocks else 0
+
+
+@contextmanager
+def stopping(stop: Callable[[], bool]) -> Iterator[None]:
+    """Within the block, a signal calls ``stop()`` (from the handler: it may only signal
+    processes); it returns whether it had tasks to stop."""
+    _stoppers.append(stop)
+    try:
+        yield
+    finally:
+        _stoppers.remove(stop)
 
 
 def check() -> None:
@@ -50,19 +57,8 @@ def check() -> None:
         raise Interrupted(_blocks[-1][0])
 
 
-def spare(pid: int) -> None:
-    """Leave child ``pid`` and its descendants out of :func:`task_processes`: a process
-    started ahead of its task (:mod:`trainpool.kfprun.warm`) is no running task."""
-    _spared.add(pid)
-
-
-def unspare(pid: int) -> None:
-    _spared.discard(pid)
-
-
 def task_processes() -> list[int]:
-    """Pids of this process's descendants in its own process group (Linux ``/proc``), but
-    those :func:`spare` leaves out."""
+    """Pids of this process's descendants in its own process group (Linux ``/proc``)."""
     group = os.getpgrp()
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").glob("[0-9]*/stat"):
@@ -74,7 +70,7 @@ def task_processes() -> list[int]:
             children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
     found, todo = [], [os.getpid()]
     while todo:
-        kids = [pid for pid in children.get(todo.pop(), []) if pid not in _spared]
+        kids = children.get(todo.pop(), [])
         found += kids
         todo += kids
     return found
@@ -97,7 +93,8 @@ def handed_on() -> Iterator[list[int]]:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-        if first and not children:
+        stopped = [stop() for stop in list(_stoppers)]
+        if first and not children and not any(stopped):
             raise Interrupted(signum)
 
     previous = {sig: signal.signal(sig, handle) for sig in _SIGNALS}

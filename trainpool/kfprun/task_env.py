@@ -1,17 +1,15 @@
 """Where and with what environment a local pipeline task runs: as on Vertex, not as in your shell.
 
-On Vertex AI Pipelines a task runs in the components image: its working directory
-and environment are the image's, plus what Vertex sets. Locally each task is a
-subprocess of ``trainpool run --local`` (kfp.local), so the run gives it the same:
-
-- the working directory is the run's own empty folder ``<root>/localrun/<run>/work``,
-  never the checkout, so a task that reads a path that exists only in your checkout
-  fails here as it would on Vertex;
-- the environment is what a replica starts from (``cluster_env.host``, the one rule for
-  both: ``PATH`` with the interpreter first, a fresh ``HOME`` of the run's, ``LANG``), the
-  components image's declared ENV (when the image is in the local image store), and the
-  variables that point trainpool at the local emulator and store. Credentials,
-  ``PYTHONPATH``, cloud settings and everything else in your shell stay out.
+On Vertex AI Pipelines a task runs in its image: its working directory and environment
+are the image's, plus what Vertex sets. Locally each task runs in a sandbox the run's
+launcher gives it (:mod:`trainpool.kfprun.launching`: its own working directory, never the
+checkout, so a task that reads a path that exists only in your checkout fails here as it
+would on Vertex; its own HOME and Python), with the variables this module decides: what a
+replica starts from (``cluster_env.host``, the one rule for both: ``PATH``, which the
+launcher starts with the task's own Python, a fresh ``HOME``, ``LANG``), its image's
+declared ENV (when the image is in the local image store), and the variables that point
+trainpool and Google's clients at the local emulator and store. Credentials,
+``PYTHONPATH``, cloud settings and everything else in your shell stay out.
 """
 
 from __future__ import annotations

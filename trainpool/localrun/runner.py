@@ -2,7 +2,9 @@
 a live display and a summary of its jobs.
 
 The run itself is :class:`trainpool.kfprun.execute.Run` (kfp.local, placeholders, uploaded
-sources, the tasks' environment). Around it: the emulator
+sources, the tasks' environment), each task in a sandbox of its own as the emulator's
+PipelineJobs run theirs (:class:`trainpool.emulator.pipelines.tasks.TaskSandboxes`). Around
+it: the emulator
 (:func:`trainpool.localrun.emulators.emulator_for`: the one ``VERTEX_AI_EMULATOR_HOST``
 names, whose store the run then uses, else the one serving the root, else one started in
 this process with its Cloud Storage door); while it runs, the run's jobs, trials and
@@ -22,6 +24,8 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
+from trainpool.emulator.api.resource_manager import PROJECT_NUMBER
+from trainpool.emulator.pipelines.tasks import TaskSandboxes
 from trainpool.home import Home
 from trainpool.kfprun.execute import Execution, Run
 from trainpool.kfprun.tasklog import TaskLog
@@ -79,6 +83,7 @@ def run_local(
         project=project,
         location=location,
         pipeline_root=pipeline_root,
+        project_number=PROJECT_NUMBER,
     )
     watch = _watch(home, run)
     if console is not None:
@@ -95,7 +100,7 @@ def run_local(
             yield
 
     with emulator_for(chosen):
-        done = run.execute(around, on_cancel=watch.cancel_unfinished)
+        done = run.execute(TaskSandboxes(home), around, on_cancel=watch.cancel_unfinished)
     if console is not None and not console.is_terminal:
         console.line()
     return RunResult(**done.__dict__, jobs=watch.snapshot(), root=home.root)

@@ -21,10 +21,12 @@ MODEL_OUTPUT = "model"
 
 @dataclass(frozen=True)
 class Run:
-    """A scheduled run: its PipelineJob and its model's URI ("" when it has none yet)."""
+    """A scheduled run: its PipelineJob, its model's URI ("" when it has none yet) and the
+    Model it registered ("" when its upload did not run: a gate that said no)."""
 
     job: Any
     model_uri: str
+    registered: str = ""
 
 
 def find(schedule: str, project: str, location: str) -> Any:
@@ -63,6 +65,10 @@ def find(schedule: str, project: str, location: str) -> Any:
     return found[0]
 
 
+REGISTERED_OUTPUT = "model_name"
+"""The output of trainpool's ``upload_model`` component that names the Model it registered."""
+
+
 def model_uri(job: Any) -> str:
     """The URI of the run's ``model`` output: the artifact of the task the pipeline takes
     its ``model`` output from (``root.dag.outputs.artifacts.model.artifactSelectors``), as
@@ -91,4 +97,14 @@ def runs(schedule_name: str, location: str) -> list[Run]:
         request={"parent": parent, "filter": f"schedule_name={schedule_name}"}
     )
     jobs = sorted(listed, key=lambda job: job.create_time)
-    return [Run(job, model_uri(job)) for job in jobs]
+    return [Run(job, model_uri(job), registered(job)) for job in jobs]
+
+
+def registered(job: Any) -> str:
+    """The Model the run's ``upload_model`` task registered (its ``model_name`` output), ""
+    when none ran to success."""
+    for task in job.job_detail.task_details:
+        name = (task.execution.metadata or {}).get(f"output:{REGISTERED_OUTPUT}", "")
+        if task.state.name == "SUCCEEDED" and name:
+            return str(name)
+    return ""

@@ -1,8 +1,15 @@
 """``google.cloud.aiplatform.v1.PipelineService``: PipelineJobs and TrainingPipelines.
 
-PipelineJobs (Create, Get, List, Cancel) run locally, each in a process of its own
-(:mod:`trainpool.emulator.pipelines.runs`), created by
-:func:`trainpool.emulator.pipelines.jobs.create` (as a Schedule's runs are).
+PipelineJobs (Create, Get, List, Cancel, Delete, BatchCancel, BatchDelete) run locally,
+each in a process of its own (:mod:`trainpool.emulator.pipelines.runs`), created by
+:func:`trainpool.emulator.pipelines.jobs.create` (as a Schedule's runs are). List takes
+Vertex's filters and ``order_by``, newest first by default
+(:mod:`trainpool.emulator.records.paging`). Delete refuses an unfinished job, as the
+emulator's JobService does; BatchDelete is atomic ("If it fails, none of the PipelineJobs
+are deleted"), BatchCancel skips the jobs that have ended ("Firstly the server will check
+if all the jobs are in non-terminal states, and skip the jobs that are already
+terminated"), both at most :data:`MAX_BATCH` names (aiplatform v1
+``pipeline_service.proto``); both answer a finished Operation.
 TrainingPipelines (Create, Get, List, Cancel, Delete), what the SDK's
 ``Custom*TrainingJob`` classes create, run a backing CustomJob
 (:mod:`trainpool.emulator.pipelines.training`).
@@ -27,8 +34,11 @@ from trainpool.emulator.pipelines.runs import TERMINAL, PipelineRuns, runs_of
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState
+from trainpool.errors import InputError, brief
 
 SERVICE = "google.cloud.aiplatform.v1.PipelineService"
+MAX_BATCH = 32
+"""BatchDelete/BatchCancelPipelineJobsRequest.names: "A maximum of 32 PipelineJobs"."""
 
 
 class PipelineService:
@@ -73,6 +83,52 @@ class PipelineService:
                 f"Cannot cancel PipelineJob {job.name}: it is already {job.state.name}."
             )
         return empty_pb2.Empty()
+
+    def delete_job(self, request: ps.DeletePipelineJobRequest) -> Any:
+        job = self.get_job(request.name)
+        self._deletable(job, "name")
+        self.runs.delete(job.name)
+        return self.state.finished(job.name)
+
+    def _deletable(self, job: Any, field: str) -> None:
+        if job.state not in TERMINAL:
+            raise precondition(
+                f"Cannot delete PipelineJob {job.name} in state {job.state.name} ({field}): "
+                "cancel it and wait until it ends."
+            )
+
+    def _batch(self, parent: str, names: list[str]) -> list[Any]:
+        requests.check_parent(parent)
+        if not names or len(names) > MAX_BATCH:
+            raise InputError.of(
+                "names",
+                f"{len(names)} names; accepted: 1 to {MAX_BATCH} PipelineJob names under {parent}",
+            )
+        jobs = []
+        for index, name in enumerate(names):
+            if name.rsplit(f"/{PIPELINE_JOBS.collection}/", 1)[0] != parent:
+                raise InputError.of(
+                    f"names[{index}]",
+                    f"{brief(name)} is not a PipelineJob of {parent}; accepted: "
+                    f"{parent}/pipelineJobs/ID",
+                )
+            jobs.append(self.get_job(name))
+        return jobs
+
+    def batch_delete(self, request: ps.BatchDeletePipelineJobsRequest) -> Any:
+        jobs = self._batch(request.parent, list(request.names))
+        for index, job in enumerate(jobs):
+            self._deletable(job, f"names[{index}]")
+        for job in jobs:
+            self.runs.delete(job.name)
+        response = ps.BatchDeletePipelineJobsResponse(pipeline_jobs=jobs)
+        return self.state.finished(request.parent, response)
+
+    def batch_cancel(self, request: ps.BatchCancelPipelineJobsRequest) -> Any:
+        jobs = self._batch(request.parent, list(request.names))
+        cancelled = [self.get_job(job.name) for job in jobs if self.runs.cancel(job.name)]
+        response = ps.BatchCancelPipelineJobsResponse(pipeline_jobs=cancelled)
+        return self.state.finished(request.parent, response)
 
     def list_jobs(self, request: ps.ListPipelineJobsRequest) -> ps.ListPipelineJobsResponse:
         found, token = requests.list_page(self.records, PIPELINE_JOBS, request)
@@ -157,6 +213,21 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
                 pipelines.cancel_job,
                 ps.CancelPipelineJobRequest,
                 empty_pb2.Empty,
+            ),
+            "DeletePipelineJob": (
+                pipelines.delete_job,
+                ps.DeletePipelineJobRequest,
+                operations_pb2.Operation,
+            ),
+            "BatchDeletePipelineJobs": (
+                pipelines.batch_delete,
+                ps.BatchDeletePipelineJobsRequest,
+                operations_pb2.Operation,
+            ),
+            "BatchCancelPipelineJobs": (
+                pipelines.batch_cancel,
+                ps.BatchCancelPipelineJobsRequest,
+                operations_pb2.Operation,
             ),
             "CreateTrainingPipeline": (
                 pipelines.create_training,

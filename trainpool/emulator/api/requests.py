@@ -101,8 +101,8 @@ def existing(records: Records, kind: Kind, name: str) -> Any:
 
 
 def list_page(records: Records, kind: Kind, request: Any) -> tuple[list[Any], str]:
-    """The page a List request (``parent``, ``filter``, ``page_size``, ``page_token``) asks for,
-    and the next page token."""
+    """The page a List request (``parent``, ``filter``, ``page_size``, ``page_token``, and
+    ``order_by`` for a kind that orders by its times) asks for, and the next page token."""
     check_parent(request.parent)
     return records.page(
         kind,
@@ -110,6 +110,7 @@ def list_page(records: Records, kind: Kind, request: Any) -> tuple[list[Any], st
         filter=request.filter,
         page_size=request.page_size,
         page_token=request.page_token,
+        order_by=getattr(request, "order_by", "") if kind.times else "",
     )
 
 

@@ -130,7 +130,7 @@ def plan_launches(
                 env="VERTEX_AI_EMULATOR_HOST", address=ctx.vertex_address, site=vertex_access.SITE
             )
         )
-    stores = (ctx.home.images, ctx.home.environments, *_emulator_python(ctx.home.root))
+    stores = (ctx.home.images, ctx.home.environments, *emulator_python(ctx.home.root))
     bases: dict[int, replica_python.Base] = {}
     for pool, index in layout.replicas(spec):
         pool_spec = pools[pool]
@@ -226,7 +226,7 @@ def plan_launches(
     return launches
 
 
-def _emulator_python(root: Path) -> list[Path]:
+def emulator_python(root: Path) -> list[Path]:
     """The emulator's own Python installation (its prefixes), unless the store lies in it."""
     kept = []
     for prefix in {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)}:

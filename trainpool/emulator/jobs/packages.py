@@ -39,7 +39,7 @@ from trainpool.errors import InputError
 LAYER_PTH = "_trainpool_base_env.pth"
 CONSTRAINTS = "trainpool-constraints.txt"
 _UNFOUND = re.compile(r"No matching distribution found for (\S+)")
-_NOT_PASSED = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "VIRTUAL_ENV")
+NOT_PASSED = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "VIRTUAL_ENV")
 """The emulator's settings that would change what pip sees as installed."""
 
 
@@ -109,7 +109,7 @@ def pip_runner(python: Path, target: Path, pins: Mapping[str, str]) -> requireme
     (:data:`.environments.TORCH`) and the environment's framework."""
     constraints = target / CONSTRAINTS
     constraints.write_text("".join(f"{name}=={version}\n" for name, version in pins.items()))
-    env = {k: v for k, v in os.environ.items() if k not in _NOT_PASSED}
+    env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}
 
     def pip(*args: str) -> subprocess.CompletedProcess[str]:
         command = [str(python), "-m", "pip", *args, "--disable-pip-version-check", "--no-input"]

@@ -183,11 +183,14 @@ class PipelineLineage:
 
     def _execution(self, store: str, task: Any) -> Any:
         given = task.execution
+        state = _STATES.get(task.state.name, execution_types.Execution.State.NEW)
+        if given.state == execution_types.Execution.State.CACHED:
+            state = given.state  # served from the cache: Vertex records it CACHED
         execution = execution_types.Execution(
             display_name=task.task_name,
             schema_title=given.schema_title or "system.ContainerExecution",
             schema_version=SCHEMA_VERSION,
-            state=_STATES.get(task.state.name, execution_types.Execution.State.NEW),
+            state=state,
         )
         raw = execution_types.Execution.pb(given)
         if raw.HasField("metadata"):

@@ -83,6 +83,6 @@ def create(
             with open(log, "a", encoding="utf-8") as handle:
                 handle.writelines(f"{line}\n" for line in notes)
         except OSError:
-            pass  # the run's start finds the log unwritable too and fails the job, saying so
+            pass  # the run cannot write its log either: its start fails the job, saying why
     runs.start(job, spec, values)
     return state.records.require(PIPELINE_JOBS, job.name)

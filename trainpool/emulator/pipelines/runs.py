@@ -1,11 +1,16 @@
 """PipelineJobs run locally: each in a process of its own, by ``trainpool.kfprun``.
 
 A created job's pipeline spec is written to ``<root>/pipelines/<id>/pipeline.json`` and run
-in the background by :mod:`trainpool.kfprun` (kfp.local against this emulator), in its own
-process group, with its transcript in ``<root>/pipelines/<id>/run.log``. The job's state
-follows that process: RUNNING, then SUCCEEDED or FAILED by its exit status; Cancel stops
-the process group and ends in CANCELLED. A job a previous server left unfinished has no
-process any more: it ends FAILED when the next server starts.
+in the background by :mod:`trainpool.kfprun` (kfp.local against this emulator) in
+:mod:`.run_process`, its tasks each in a sandbox of its own (:mod:`.tasks`), in its own
+process group, with its output in ``<root>/pipelines/<id>/run.log`` and its own files
+(the transcript, each task's sandbox and ``tasks/<task>_<id>/task.log``) in
+``<root>/pipelines/<id>/run/``. The job's state
+follows that process: RUNNING, then SUCCEEDED or FAILED by its exit status; Cancel sends
+the process SIGTERM (its running tasks get it, none starts after it) and SIGKILL after
+:data:`CANCEL_GRACE_S`, and ends the job CANCELLED, its unfinished tasks with it. A job a
+previous server left unfinished has no process any more: it ends FAILED when the next
+server starts.
 
 The run's jobs carry the label ``trainpool-local-run`` = :func:`run_id` of the job; its
 tasks cancel their own jobs when the run is cancelled (as the launchers do on Vertex),
@@ -24,6 +29,8 @@ import json
 import logging
 import os
 import re
+import shutil
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -34,23 +41,30 @@ from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.rpc import code_pb2
 
+import trainpool
 from trainpool.config import EMULATOR_ENV, HOME_ENV
 from trainpool.emulator.jobs import processes, spawner
 from trainpool.emulator.jobs.runner import TERMINAL as JOB_TERMINAL
 from trainpool.emulator.jobs.runner import Runner
 from trainpool.emulator.metadata.pipeline_lineage import PipelineLineage
+from trainpool.emulator.pipelines import run_process
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, PIPELINE_JOBS, TUNING_JOBS
 from trainpool.emulator.state import EmulatorState
-from trainpool.kfprun import command
 from trainpool.kfprun.execute import RUN_LABEL
 from trainpool.spec.states import FINAL_PIPELINE_STATES
 
+SOURCE = str(Path(trainpool.__file__).resolve().parent.parent)
+"""Where the ``trainpool`` this emulator runs from lies."""
 TERMINAL = frozenset(getattr(PipelineState, name) for name in FINAL_PIPELINE_STATES)
 DETAILS = "details.json"
 """Where a run keeps its tasks' details (:mod:`trainpool.kfprun.details`)."""
 _FAILED = re.compile(r"^pipeline \S+ FAILED: ")
 STOPPED = "the emulator stopped while the pipeline ran"
 LOG = logging.getLogger("trainpool.emulator.rpc")
+CANCEL_GRACE_S = 15.0
+"""How long a cancelled run has to stop its tasks (a GCPC launcher cancels its job, the run
+then records its tasks' ends) before it is killed."""
+UNFINISHED = ("PENDING", "RUNNING", "CANCEL_PENDING", "CANCELLING")
 
 
 def run_id(job_name: str) -> str:
@@ -145,14 +159,22 @@ class PipelineRuns:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "pipeline.json").write_text(json.dumps(spec, sort_keys=True), encoding="utf-8")
         _, project, _, location, *_ = job.name.split("/")
-        argv = [sys.executable, "-m", command.__name__, str(folder / "pipeline.json")]
+        argv = [sys.executable, "-m", run_process.__name__, str(folder / "pipeline.json")]
         argv += ["--root", str(self.state.root)]
         argv += ["--project", project, "--location", location]  # the run's own, as on Vertex
         argv += ["--pipeline-root", job.runtime_config.gcs_output_directory]
         argv += ["--run-id", run_id(job.name), "--job-id", job.name.rsplit("/", 1)[-1]]
-        argv += ["--details", str(folder / DETAILS)]
+        argv += ["--details", str(folder / DETAILS), "--files", str(folder / "run")]
         argv += param_args(values)
         env = dict(os.environ, **{EMULATOR_ENV: self.state.address, HOME_ENV: str(self.state.root)})
+        # this emulator's Cloud Storage door: the tasks reach the store (and its Cloud Build)
+        # through it, as Vertex's tasks reach Google's
+        env.update(self.state.storage_env())
+        # the run is this emulator's own code: the trainpool it runs from, whatever the
+        # emulator's PYTHONPATH (its tasks get none of it, kfprun.task_env)
+        env["PYTHONPATH"] = os.pathsep.join(
+            dict.fromkeys([SOURCE, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+        )
         launch = processes.Launch("pipeline", 0, argv, env, self.state.root, folder / "run.log")
         with self._lock:
             try:
@@ -241,6 +263,8 @@ class PipelineRuns:
                 root[key] = value.isoformat().replace("+00:00", "Z")
         for task in tasks:
             task["parentTaskId"] = "1"
+            if task_state in ("CANCELLED", "FAILED") and task.get("state") in UNFINISHED:
+                task["state"] = "CANCELLED" if task_state == "CANCELLED" else "FAILED"
         detail = pj.PipelineJobDetail.from_json(json.dumps({"taskDetails": [root, *tasks]}))
         if "pipeline_context" in job.job_detail:  # the run's lineage contexts (on_start)
             detail.pipeline_context = job.job_detail.pipeline_context
@@ -259,9 +283,17 @@ class PipelineRuns:
         if run is None:
             self.finish(name, 1, "")
         else:
-            processes.stop([run])
+            processes.signal_group(run.pgid, signal.SIGTERM)
+            self.runner.engine.stops.submit(processes.stop, [run], CANCEL_GRACE_S)
         self.cancel_jobs(name)
         return True
+
+    def delete(self, name: str) -> None:
+        """Forget ended PipelineJob ``name``: its record and its run's files (its artifacts
+        stay in the store, as Vertex leaves them in Cloud Storage)."""
+        with self._lock:
+            self.records.delete(PIPELINE_JOBS, name)
+        shutil.rmtree(self.state.home.pipeline_run(name.rsplit("/", 1)[-1]), ignore_errors=True)
 
     def cancel_jobs(self, name: str) -> None:
         """Cancel the unfinished jobs of PipelineJob ``name``'s run."""
@@ -298,6 +330,7 @@ def runs_of(state: EmulatorState, runner: Runner) -> PipelineRuns:
 
     def make() -> PipelineRuns:
         runs = PipelineRuns(state, runner)
+        state.records.reindex(PIPELINE_JOBS)  # jobs a store kept before List filtered on times
         lineage = PipelineLineage(state)
         runs.on_start(lineage.started)
         runs.on_end(lineage.ended)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from google.cloud.aiplatform_v1.types import artifact as artifact_types
 from google.cloud.aiplatform_v1.types import context as context_types
 from google.cloud.aiplatform_v1.types import custom_job as cj
@@ -27,9 +29,27 @@ CUSTOM_JOBS = Kind("customJobs", cj.CustomJob, "CustomJob", JobState)
 TUNING_JOBS = Kind(
     "hyperparameterTuningJobs", hptj.HyperparameterTuningJob, "HyperparameterTuningJob", JobState
 )
+
+
+def pipeline_name(job: Any) -> str:
+    """A PipelineJob's ``pipeline_name``: its spec's ``pipelineInfo.name``."""
+    info = job.pipeline_spec.get("pipelineInfo") if job.pipeline_spec else None
+    return str(info.get("name", "")) if info else ""
+
+
 PIPELINE_JOBS = Kind(
-    "pipelineJobs", pj.PipelineJob, "PipelineJob", PipelineState, indexed=("schedule_name",)
+    "pipelineJobs",
+    pj.PipelineJob,
+    "PipelineJob",
+    PipelineState,
+    indexed=("schedule_name", "template_uri"),
+    computed=(("pipeline_name", pipeline_name),),
+    times=("create_time", "update_time", "start_time", "end_time"),
+    default_order="create_time desc",
 )
+"""ListPipelineJobsRequest (aiplatform v1 ``pipeline_service.proto``): filters on
+``pipeline_name``, ``template_uri`` and the times; "if order_by is not specified, it will
+order by default order is create time in descending order"."""
 TRAINING_PIPELINES = Kind(
     "trainingPipelines", tp.TrainingPipeline, "TrainingPipeline", PipelineState
 )

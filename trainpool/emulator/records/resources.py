@@ -70,10 +70,28 @@ class Kind:
     states: Any = None
     state_field: str = "state"
     indexed: tuple[str, ...] = ()
+    computed: tuple[tuple[str, Callable[[Any], str]], ...] = ()
+    """Indexed string fields read by a function (a PipelineJob's ``pipeline_name``)."""
+    times: tuple[str, ...] = ()
+    """Timestamp fields a filter compares and an ``order_by`` names."""
+    default_order: str = ""
+    """The order of a List that names none ("": creation order)."""
+
+    def filterable(self) -> tuple[str, ...]:
+        return (*self.indexed, *(name for name, _ in self.computed))
 
     def fields_of(self, resource: Any) -> dict[str, str]:
-        """The indexed fields of ``resource`` that are set."""
-        return {f: str(getattr(resource, f)) for f in self.indexed if getattr(resource, f, "")}
+        """The indexed fields of ``resource`` that are set (times as :func:`paging.time_text`)."""
+        found = {f: str(getattr(resource, f)) for f in self.indexed if getattr(resource, f, "")}
+        for name, read in self.computed:
+            value = read(resource)
+            if value:
+                found[name] = value
+        for name in self.times:
+            moment = getattr(resource, name, None)
+            if moment:
+                found[name] = paging.time_text(moment)
+        return found
 
     def state_of(self, resource: Any) -> int:
         return int(getattr(resource, self.state_field, 0) or 0) if self.states else 0
@@ -234,6 +252,24 @@ class Records:
             except DiskFull:
                 return
 
+    def reindex(self, kind: Kind) -> int:
+        """Store the indexed fields of every resource of ``kind`` whose rows lack them (a
+        store written before the kind indexed them); how many were written."""
+        rows = self.db.read(
+            "SELECT name, proto FROM resources WHERE kind = ? ORDER BY seq", [kind.collection]
+        )
+        written = 0
+        for row in rows:
+            fields = kind.fields_of(kind.message.deserialize(row["proto"]))
+            kept = self.db.read(
+                "SELECT field, value FROM resource_fields WHERE name = ?", [row["name"]]
+            )
+            if {r["field"]: r["value"] for r in kept} != fields:
+                with self.db.transaction() as conn:
+                    self._set_fields(conn, row["name"], fields)
+                written += 1
+        return written
+
     def unsaved(self) -> int:
         """How many updates wait in memory for disk space."""
         return len(self._unsaved)
@@ -249,19 +285,39 @@ class Records:
         return bool(gone)
 
     def page(
-        self, kind: Kind, parent: str, *, filter: str = "", page_size: int = 0, page_token: str = ""
+        self,
+        kind: Kind,
+        parent: str,
+        *,
+        filter: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        order_by: str = "",
     ) -> tuple[list[Any], str]:
-        """One page of ``kind`` under ``parent`` that match ``filter``, in creation order,
-        and the next page token ("" on the last page). Bad filters and tokens raise
+        """One page of ``kind`` under ``parent`` that match ``filter``, in ``order_by``'s
+        order (else the kind's default order, else creation order), and the next page token
+        ("" on the last page). Bad filters, orders and tokens raise
         :class:`trainpool.errors.InputError`."""
         where, params = self._where(kind, filter)
         size = paging.page_size(page_size)
-        rows = self.db.read(
-            "SELECT seq, proto FROM resources WHERE kind = ? AND parent = ? AND seq > ?"
-            f"{where} ORDER BY seq LIMIT ?",
-            [kind.collection, parent, paging.page_after(page_token), *params, size + 1],
-        )
-        token = str(rows[size - 1]["seq"]) if len(rows) > size else ""
+        order = order_by.strip() or kind.default_order
+        after = paging.page_after(page_token)
+        if order:
+            orderable = ("display_name", *kind.times)
+            terms = paging.order_sql(paging.parse_order(order, orderable), "resources")
+            rows = self.db.read(
+                f"SELECT seq, proto FROM resources WHERE kind = ? AND parent = ?{where} "
+                f"ORDER BY {terms} LIMIT ? OFFSET ?",
+                [kind.collection, parent, *params, size + 1, after],
+            )
+            token = str(after + size) if len(rows) > size else ""
+        else:
+            rows = self.db.read(
+                "SELECT seq, proto FROM resources WHERE kind = ? AND parent = ? AND seq > ?"
+                f"{where} ORDER BY seq LIMIT ?",
+                [kind.collection, parent, after, *params, size + 1],
+            )
+            token = str(rows[size - 1]["seq"]) if len(rows) > size else ""
         found = []
         for row in rows[:size]:
             resource = kind.message.deserialize(row["proto"])
@@ -270,7 +326,7 @@ class Records:
         return found, token
 
     def _where(self, kind: Kind, filter: str) -> tuple[str, list[Any]]:
-        conditions = paging.parse_filter(filter, kind.indexed)
+        conditions = paging.parse_filter(filter, kind.filterable(), kind.times)
         return paging.to_sql(
             conditions, "resources", "resource_labels", kind.state_value, "resource_fields"
         )
