@@ -1,5 +1,5 @@
 """PipelineService's calls as the aiplatform SDK makes them: List with filters and order,
-BatchCancel, BatchDelete (Delete: tests/test_emulator_pipelines_runs.py).
+BatchCancel, BatchDelete (Delete: tests/test_emulator_pipeline_jobs_runs.py).
 
 What is asserted is what ``pipeline_service.proto`` (aiplatform v1) documents:
 ListPipelineJobsRequest.filter (``pipeline_name``, ``display_name`` with ``:`` wildcards,

@@ -24,9 +24,10 @@ from google.protobuf import field_mask_pb2
 
 import trainpool.emulator as emulator
 from trainpool import config
-from trainpool.emulator.api.clock_service import AdvanceClockResponse, advance_clock
 from trainpool.emulator.records.database import Database
 from trainpool.emulator.state import CLOCK_OFFSET
+from trainpool.emulator_client import advance_clock
+from trainpool.emulator_client.messages import AdvanceClockResponse
 from trainpool.home import Home
 from trainpool.vertex import clients
 from trainpool.vertex.pipelines import Target, build_pipeline_job, build_schedule
@@ -377,7 +378,7 @@ def test_fire_times_missed_while_no_emulator_ran_are_skipped(
     burst of runs for the time it was down; the schedule's log says how many it skipped."""
     schedule = create(tiny, "0 * * * *")
     root, offset = emu.root, emu.clock.offset_s
-    emu.stop()
+    emu.close()
     db = Database(Home(root).database)
     db.set_setting(CLOCK_OFFSET, repr(offset + 3.5 * 3600))  # 3.5 h pass while it is down
     db.close()

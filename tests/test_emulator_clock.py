@@ -17,8 +17,8 @@ from fixtures.jobs import wait_job
 
 import trainpool.emulator as emulator
 from trainpool import config
-from trainpool.emulator.api.clock_service import advance_clock, get_time
 from trainpool.emulator.clock import Clock, parse_duration, parse_time
+from trainpool.emulator_client import advance_clock, get_time
 from trainpool.errors import InputError
 from trainpool.vertex.clients import job_client
 
@@ -119,7 +119,7 @@ def test_timestamps_follow_the_clock_and_its_offset_outlives_a_restart(
     for stamp in (done.create_time, done.start_time, done.end_time, done.update_time):
         assert later - timedelta(seconds=30) < stamp <= later + timedelta(seconds=1)
     root, offset = emu.root, emu.clock.offset_s
-    emu.stop()
+    emu.close()
     with emulator.start(root) as again:
         monkeypatch.setenv(config.EMULATOR_ENV, again.address)
         assert again.clock.offset_s == offset

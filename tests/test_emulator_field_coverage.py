@@ -28,7 +28,7 @@ from google.protobuf import json_format
 
 import trainpool.emulator as emulator
 from trainpool.emulator import field_coverage
-from trainpool.emulator.pipelines.training import CUSTOM_TASK
+from trainpool.emulator.jobs.training_pipelines import CUSTOM_TASK
 from trainpool.vertex.clients import job_client, pipeline_client
 
 pytestmark = pytest.mark.timeout(120)
@@ -259,12 +259,12 @@ def test_a_field_the_emulator_does_not_apply_is_refused_or_logged(
         assert last in err.value.message or camel(last) in err.value.message
         return
     made, log = create(emu, resource, message)
-    # a study's fields are said by the sweep in the study's words (sweeps/study_fields.py)
+    # a study's fields are said by the sweep in the study's words (sweeps/unapplied_study_fields.py)
     line = (
         f"studySpec.{camel(field.path.split('study_spec.', 1)[1])}".replace(
             ".metrics.", ".metrics[0]."
         )
-        if field.why.startswith("sweeps/study_fields.py")
+        if field.why.startswith("sweeps/unapplied_study_fields.py")
         else f"{field.path} is not applied by the emulator: {field.why}"
     )
     deadline = time.monotonic() + 20

@@ -137,7 +137,7 @@ def test_a_job_cancelled_while_its_replicas_restart_starts_none_again(
         client = job_client("us-central1")
         held = client.create_custom_job(parent=PARENT, custom_job=restarting(out, go, 0))
         deadline = time.monotonic() + 60
-        log = running.runner.files(held.name).log
+        log = running.manager.files(held.name).log
         while "restarting every replica" not in (log.read_text() if log.exists() else ""):
             assert time.monotonic() < deadline, "the worker never failed"
             time.sleep(0.05)

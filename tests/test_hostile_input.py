@@ -35,7 +35,7 @@ from typer.testing import CliRunner
 
 import trainpool.emulator as emulator
 from trainpool.cli import app
-from trainpool.emulator.pipelines.training import CUSTOM_TASK
+from trainpool.emulator.jobs.training_pipelines import CUSTOM_TASK
 from trainpool.errors import InputError
 from trainpool.plan import PlanError, plan_cluster
 from trainpool.plan.label_rules import label_problems
@@ -527,7 +527,7 @@ def test_an_emulator_fault_is_internal_without_its_text(
 
 
 def test_studies_read_a_missing_bound_as_zero() -> None:
-    from trainpool.plan.study import validate_study
+    from trainpool.plan.study_rules import validate_study
     from trainpool.spec.study import from_study_spec
 
     spec = {

@@ -15,7 +15,7 @@ import yaml
 
 from trainpool import compiling, emulator
 from trainpool.config import EMULATOR_ENV
-from trainpool.localrun.runner import run_local
+from trainpool.emulated.pipeline_run import run_local
 from trainpool.vertex.clients import job_client
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -349,8 +349,8 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
 
     from trainpool.cli import app
     from trainpool.config import HOME_ENV
-    from trainpool.emulator.pipelines.runs import run_id
-    from trainpool.kfprun.execute import RUN_LABEL
+    from trainpool.emulator.pipeline_jobs.runs import run_id
+    from trainpool.kfp_local.execute import RUN_LABEL
     from trainpool.vertex.schedules import runs
 
     def cli(*args: str) -> str:

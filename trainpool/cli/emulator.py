@@ -112,12 +112,12 @@ def emulator_command(
         fail(str(err))
     stopping = threading.Event()
 
-    def stop(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: Any) -> None:
         stopping.set()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    at_most = f"at most {emu.runner.quota.limit} replicas at once"
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    at_most = f"at most {emu.manager.quota.limit} replicas at once"
     if emu.port is None:
         typer.echo(
             f"Vertex AI emulator listening on {emu.address} (root {emu.root}; owner only); "
@@ -148,7 +148,7 @@ def emulator_command(
             "-- COMMAND` gives a command every variable it needs)"
         )
     stopping.wait()
-    emu.stop()
+    emu.close()
 
 
 def register(app: typer.Typer) -> None:

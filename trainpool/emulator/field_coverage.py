@@ -178,31 +178,32 @@ _RULES = {
     "hyperparameter_tuning_job.study_spec.observation_noise": Rule(
         REFUSED,
         "'Currently only supported by the Vertex AI Vizier service. Not supported by "
-        "HyperparameterTuningJob or TrainingPipeline' (study.proto); plan/study_fields.py",
+        "HyperparameterTuningJob or TrainingPipeline' (study.proto); plan/study_field_rules.py",
     ),
     "hyperparameter_tuning_job.study_spec.parameters.double_value_spec.default_value": Rule(
-        REFUSED, "not supported by HyperparameterTuningJob (study.proto); plan/study_fields.py"
+        REFUSED, "not supported by HyperparameterTuningJob (study.proto); plan/study_field_rules.py"
     ),
     "hyperparameter_tuning_job.study_spec.parameters.integer_value_spec.default_value": Rule(
-        REFUSED, "not supported by HyperparameterTuningJob (study.proto); plan/study_fields.py"
+        REFUSED, "not supported by HyperparameterTuningJob (study.proto); plan/study_field_rules.py"
     ),
     "hyperparameter_tuning_job.study_spec.parameters.categorical_value_spec.default_value": Rule(
-        REFUSED, "not supported by HyperparameterTuningJob (study.proto); plan/study_fields.py"
+        REFUSED, "not supported by HyperparameterTuningJob (study.proto); plan/study_field_rules.py"
     ),
     "hyperparameter_tuning_job.study_spec.parameters.discrete_value_spec.default_value": Rule(
-        REFUSED, "not supported by HyperparameterTuningJob (study.proto); plan/study_fields.py"
+        REFUSED, "not supported by HyperparameterTuningJob (study.proto); plan/study_field_rules.py"
     ),
     "hyperparameter_tuning_job.study_spec.study_stopping_config": Rule(
-        LOGGED, "sweeps/study_fields.py: the sweep runs until max_trial_count trials have run"
+        LOGGED,
+        "sweeps/unapplied_study_fields.py: the sweep runs until max_trial_count trials have run",
     ),
     "hyperparameter_tuning_job.study_spec.metrics.safety_config": Rule(
-        LOGGED, "sweeps/study_fields.py: no trial is judged safe or unsafe"
+        LOGGED, "sweeps/unapplied_study_fields.py: no trial is judged safe or unsafe"
     ),
     "hyperparameter_tuning_job.study_spec.convex_automated_stopping_spec.learning_rate_parameter_name": Rule(  # noqa: E501
-        LOGGED, "sweeps/study_fields.py: Vertex's autoregression model is not published"
+        LOGGED, "sweeps/unapplied_study_fields.py: Vertex's autoregression model is not published"
     ),
     "hyperparameter_tuning_job.study_spec.convex_automated_stopping_spec.update_all_stopped_trials": Rule(  # noqa: E501
-        LOGGED, "sweeps/study_fields.py: Vertex's autoregression model is not published"
+        LOGGED, "sweeps/unapplied_study_fields.py: Vertex's autoregression model is not published"
     ),
     # TrainingPipeline
     "training_pipeline.display_name": Rule(APPLIED, "stored; names the backing CustomJob"),
@@ -233,7 +234,7 @@ _RULES = {
     # PipelineJob
     "pipeline_job.display_name": Rule(APPLIED, "stored"),
     "pipeline_job.labels": Rule(APPLIED, "stored; given to the run's jobs"),
-    "pipeline_job.pipeline_spec": Rule(APPLIED, "run with kfp.local (kfprun/)"),
+    "pipeline_job.pipeline_spec": Rule(APPLIED, "run with kfp.local (kfp_local/)"),
     "pipeline_job.runtime_config.gcs_output_directory": Rule(APPLIED, "the pipeline root"),
     "pipeline_job.runtime_config.parameter_values": Rule(APPLIED, "the pipeline's parameters"),
     "pipeline_job.runtime_config.parameters": Rule(
@@ -396,7 +397,7 @@ def refusals(resource: str, data: dict[str, Any]) -> list[Problem]:
     problems = [
         Problem(f.path, f"{_shown(data, f.path)} is set; {f.why}")
         for f in _present(resource, data, REFUSED)
-        if not f.why.endswith("plan/study_fields.py")  # the study's own rules answer those
+        if not f.why.endswith("plan/study_field_rules.py")  # the study's own rules answer those
     ]
     for spec in SPECS:
         head, _, rest = spec.partition(".")
@@ -442,5 +443,5 @@ def notes(resource: str, data: dict[str, Any]) -> list[str]:
     return [
         f"{f.path} is not applied by the emulator: {f.why}"
         for f in _present(resource, data, LOGGED)
-        if not f.why.startswith("sweeps/study_fields.py")  # the sweep says those itself
+        if not f.why.startswith("sweeps/unapplied_study_fields.py")  # the sweep says those itself
     ]

@@ -24,7 +24,7 @@ from google.longrunning import operations_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.metadata.store import metadata_of, store_of
 from trainpool.emulator.records.kinds import (
     ARTIFACTS,
@@ -65,7 +65,7 @@ def check_node(name: str, kind: Kind, field: str = "name") -> None:
     check_store(store, field)
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The MetadataService handler."""
     store = metadata_of(state)
 

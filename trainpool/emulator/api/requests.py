@@ -23,7 +23,7 @@ from trainpool.errors import InputError, Problem, brief
 from trainpool.plan import PlanError, validate_custom_job_spec
 from trainpool.plan.label_rules import label_problems
 from trainpool.plan.regions import location_problem
-from trainpool.plan.study import validate_study
+from trainpool.plan.study_rules import validate_study
 from trainpool.plan.text_rules import display_name_problem, gcs_uri_problem, nul_paths
 
 PROJECT = r"(?:[a-z0-9][a-z0-9.-]{0,61}[a-z0-9]:)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"

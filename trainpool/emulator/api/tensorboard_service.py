@@ -23,7 +23,7 @@ from google.longrunning import operations_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.kinds import (
     TENSORBOARD_EXPERIMENTS,
     TENSORBOARD_RUNS,
@@ -61,7 +61,7 @@ def check_name(name: str, kind: Kind, field: str = "name") -> None:
     requests.check_parent("/".join(name.split("/")[:4]), field)
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The TensorboardService handler."""
     store = tensorboards_of(state)
 

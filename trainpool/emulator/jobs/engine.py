@@ -107,11 +107,13 @@ class Engine:
         self,
         workers: int = WORKERS,
         setup_workers: int = SETUP_WORKERS,
-        stop_workers: int = STOP_WORKERS,
+        terminate_workers: int = STOP_WORKERS,
     ) -> None:
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="trainpool-job")
         self.setup = ThreadPoolExecutor(setup_workers, thread_name_prefix="trainpool-setup")
-        self.stops = ThreadPoolExecutor(stop_workers, thread_name_prefix="trainpool-stop")
+        self.terminations = ThreadPoolExecutor(
+            terminate_workers, thread_name_prefix="trainpool-terminate"
+        )
         self.timers = Timers()
 
     def serial(self, on_error: Callable[[BaseException], None]) -> Serial:
@@ -121,7 +123,7 @@ class Engine:
     def close(self) -> None:
         self.timers.close()
         self.setup.shutdown(wait=False, cancel_futures=True)
-        self.stops.shutdown(wait=False, cancel_futures=True)
+        self.terminations.shutdown(wait=False, cancel_futures=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -18,7 +18,7 @@ Each replica works in files of its own, made fresh before every start (:mod:`.wo
 its working directory, its HOME and its own Python, a layer over its pool's environment
 (:mod:`.replica_python`), so what it installs reaches no other replica, no later start and
 never the emulator. A replica's environment is built up as Vertex's is, later layers
-winning: :func:`trainpool.cluster_env.host.base_env` (the host minimum), the image's
+winning: :func:`trainpool.cluster_env.base_env.base_env` (the host minimum), the image's
 ``ENV``, the pool's ``env``, then Vertex's variables (:func:`trainpool.cluster_env.build_env`),
 the Cloud Storage clients' settings (:mod:`.storage_access`) and the emulator's own two
 (``TRAINPOOL_GCS_ROOT``, ``PYTHONUNBUFFERED``). Nothing else of the emulator's environment
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.catalog import prebuilt_image
-from trainpool.cluster_env import build_env, host, layout, local_hosts
+from trainpool.cluster_env import base_env, build_env, layout, local_hosts
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.emulator.jobs import (
     environments,
@@ -53,7 +53,7 @@ from trainpool.emulator.jobs.processes import Launch
 from trainpool.emulator.jobs.workdirs import Workdir, relocate
 from trainpool.errors import InputError
 from trainpool.home import Home, JobFiles
-from trainpool.images import local_store
+from trainpool.images import image_store
 
 PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
 """A command that names a Python interpreter (``python3``): the image's, found on its PATH,
@@ -164,8 +164,8 @@ def plan_launches(
         argv, image_env, cwd = _placed(program, workdir.root)
         if argv and argv[0] == REPLICA_PYTHON:
             argv[0] = str(layer.python)
-        env = host.base_env(home, image_env)
-        rest = image_env.get("PATH") or host.DEFAULT_PATH
+        env = base_env.base_env(home, image_env)
+        rest = image_env.get("PATH") or base_env.DEFAULT_PATH
         env["PATH"] = os.pathsep.join([str(layer.bin), *program.path, rest])
         env.update(program.pool_env)
         env.update(
@@ -282,7 +282,7 @@ def program_for(
             sites=[found.site],
             python=f"the stand-in of {image_uri} ({found.python.parent.parent.parent})",
         )
-    image = local_store.lookup(image_uri, ctx.home.root) if image_uri else None
+    image = image_store.lookup(image_uri, ctx.home.root) if image_uri else None
     if image is not None:
         if image.not_executed:
             note(
