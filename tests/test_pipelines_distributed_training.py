@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipelines.distributed_training import CLUSTER_KNOBS, SIZING_KNOBS
 from trainpool import compiling, emulator
 from trainpool.config import EMULATOR_ENV
 from trainpool.emulated.pipeline_run import run_local
@@ -88,6 +89,34 @@ def test_knobs_are_typed_parameters_and_training_tasks_never_cache() -> None:
     assert caching["hyperparameter-sweep"] is False
     assert caching["launch-custom-job"] is False
     assert caching["plan-cluster"] is True
+
+
+def test_the_launched_spec_is_the_sized_one_and_each_knob_is_its_components() -> None:
+    """plan → size → launch: the job launched (or swept) is size_reduction_server's spec,
+    not the plan's; every knob has its component's type and default (declared once)."""
+    spec = yaml.safe_load(PIPELINE.read_text())
+    tasks: dict = {}
+    for component in [spec["root"], *spec["components"].values()]:
+        tasks.update(component.get("dag", {}).get("tasks", {}))
+    for name in ("launch-custom-job", "hyperparameter-sweep"):
+        given = tasks[name]["inputs"]["parameters"]["custom_job_spec"]
+        producer = given.get("taskOutputParameter") or {}
+        channel = given.get("componentInputParameter", "")
+        assert producer.get("producerTask") == "size-reduction-server" or channel.startswith(
+            "pipelinechannel--size-reduction-server-custom_job_spec"
+        ), given
+    sizing = tasks["size-reduction-server"]["inputs"]["parameters"]
+    assert sizing["custom_job_spec"]["taskOutputParameter"]["producerTask"] == "plan-cluster"
+    assert "triggerPolicy" not in tasks["size-reduction-server"]  # it always runs
+    inputs = spec["root"]["inputDefinitions"]["parameters"]
+    for component, knobs in (
+        ("plan_cluster", CLUSTER_KNOBS),
+        ("size_reduction_server", SIZING_KNOBS),
+    ):
+        own = yaml.safe_load((ROOT / "component_specs" / f"{component}.yaml").read_text())
+        declared = own["root"]["inputDefinitions"]["parameters"]
+        for knob in knobs:
+            assert inputs[knob] == declared[knob], (component, knob)
 
 
 @pytest.fixture
