@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.pipelines import compile_fixture
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud import aiplatform
 from google.cloud.aiplatform import initializer, pipeline_jobs
@@ -30,7 +31,6 @@ from trainpool.vertex import clients
 
 pytestmark = pytest.mark.timeout(300)
 WHERE = {"project": "demo", "location": "us-central1"}
-PARENT = "projects/demo/locations/us-central1"
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ fire times are exact.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -48,11 +47,10 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
-    with emulator.start(tmp_path / "root") as running:
-        monkeypatch.setenv(config.EMULATOR_ENV, running.address)
-        advance_clock(running.address, to=BASE)
-        yield running
+def emu(emu: emulator.Emulator) -> emulator.Emulator:
+    """The shared ``emu`` (tests/conftest.py), its clock at :data:`BASE`."""
+    advance_clock(emu.address, to=BASE)
+    return emu
 
 
 def client() -> Any:

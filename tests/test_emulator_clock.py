@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 
 import trainpool.emulator as emulator
 from trainpool import config
@@ -23,8 +22,6 @@ from trainpool.errors import InputError
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
-
-PARENT = "projects/demo/locations/us-central1"
 
 
 def test_the_clock_is_real_time_until_advanced_and_never_goes_back() -> None:
@@ -66,13 +63,6 @@ def test_bad_durations_and_times_say_what_is_accepted() -> None:
     assert parse_time("2026-12-01T04:00:00+01:00") == datetime(2026, 12, 1, 3, tzinfo=timezone.utc)
     with pytest.raises(ValueError, match="has no time zone; accepted: RFC 3339"):
         parse_time("2026-12-01T03:00:00")
-
-
-@pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
-    with emulator.start(tmp_path / "root") as running:
-        monkeypatch.setenv(config.EMULATOR_ENV, running.address)
-        yield running
 
 
 def sleeper(seconds: float, timeout: str = "") -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from fixtures.pipelines import compile_fixture
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hptj
@@ -32,7 +33,6 @@ from trainpool.emulator.jobs.training_pipelines import CUSTOM_TASK
 from trainpool.vertex.clients import job_client, pipeline_client
 
 pytestmark = pytest.mark.timeout(120)
-PARENT = "projects/demo/locations/us-central1"
 POOL = {
     "replica_count": 1,
     "machine_spec": {"machine_type": "n1-standard-4"},

@@ -16,6 +16,7 @@ from fixtures.environments import share_environments
 from fixtures.jobs import wait_job
 from fixtures.processes import alive
 from fixtures.runtime import vendored_runtime
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -23,7 +24,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(90)
 
-PARENT = "projects/demo/locations/us-central1"
 REDUCER = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 
 REPLICA = """

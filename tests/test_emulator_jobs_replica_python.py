@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud import aiplatform
 from google.cloud.aiplatform import jobs
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -30,7 +31,6 @@ from trainpool.emulator.jobs import gcs_mount
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(180)
-PARENT = "projects/demo/locations/us-central1"
 PACKAGE = "hello_pristine"
 
 

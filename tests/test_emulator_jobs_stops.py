@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -23,8 +24,6 @@ from trainpool.emulator.jobs import engine, processes
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
-
-PARENT = "projects/demo/locations/us-central1"
 
 
 def job(name: str, command: list[str]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -23,7 +24,6 @@ from trainpool.images.image_store_backend import StoreBackend
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
-PARENT = "projects/demo/locations/us-central1"
 
 # Writes ./tmp/who (as the DDP sample's ./tmp folders), waits for the others, reads it back;
 # on its first start it leaves ./scratch behind and fails (exit 3: restarted).

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -35,7 +36,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(90)
 
-PARENT = "projects/demo/locations/us-central1"
 Trial = study_types.Trial
 LRS = [round(0.001 * n, 3) for n in range(1, 13)]
 """The grid, in the order it runs: 0.001 to 0.006 learn; 0.007 to 0.012 diverge at step 3."""

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -27,7 +28,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
 
-PARENT = "projects/demo/locations/us-central1"
 TRAINER = """
 import hypertune
 hypertune.HyperTune().report_hyperparameter_tuning_metric("score", 1.0, global_step=1)

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types import job_service as js
 from google.cloud.aiplatform_v1.types import model_service as ms
@@ -211,7 +212,6 @@ def test_labels_are_accepted_exactly_when_the_documented_rule_says(
 
 # ---------------------------------------------------------------- the emulator's API
 
-PARENT = "projects/demo/locations/us-central1"
 POOL = {
     "replica_count": 1,
     "machine_spec": {"machine_type": "n1-standard-4"},

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.vertex import PARENT
 
 import trainpool.emulator as emulator
 from trainpool.vertex import jobs, labels, resources, retry
@@ -20,7 +21,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
 
-PARENT = "projects/demo/locations/us-central1"
 FAST = retry.Backoff(initial=0.05, maximum=0.2, attempts=12)
 POLL = jobs.Poll(initial=0.2, maximum=0.5)
 
