@@ -5,9 +5,11 @@ so it works in any Python that has Google's libraries, with or without trainpool
 patches the Vertex AI SDK, the gapic clients and GCPC's launchers at import time;
 :func:`environment` is what a process needs besides it: ``PYTHONPATH`` with :data:`SITE`
 first, ``VERTEX_AI_EMULATOR_HOST``, and, when the emulator serves its Cloud Storage door,
-``STORAGE_EMULATOR_HOST`` and gcloud's storage endpoint. ``trainpool exec`` runs a command
-with it (:mod:`trainpool.redirect.command`); ``trainpool.testing`` applies it to a test
-session; a local run gives it to GCPC's launchers.
+``STORAGE_EMULATOR_HOST`` and gcloud's storage endpoint, and for gcloud its configuration
+(:mod:`.gcloud`: every API's endpoint override) and for HTTPS clients the proxy and its CA
+(:mod:`.https`). ``trainpool exec`` (:mod:`trainpool.emulated.command_run`) runs a command
+with it; ``trainpool.testing`` applies it to a test session; a local run gives it to GCPC's
+launchers.
 """
 
 from __future__ import annotations
