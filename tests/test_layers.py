@@ -1,4 +1,4 @@
-"""The layer table of docs/internals.md is the contract: every import obeys it.
+"""The layer table of docs/contributing/internals.md is the contract: every import obeys it.
 
 An import is any of: ``import``/``from`` statements (module level or inside a function),
 ``importlib.import_module("trainpool...")``, and Python run from a string
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "internals.md"
+DOC = ROOT / "docs" / "contributing" / "internals.md"
 STDLIB_ONLY = ("errors", "config", "signals", "home", "cluster_env", "runtime", "redirect")
 _IN_STRING = re.compile(r"(?:from|import)\s+(trainpool(?:\.\w+)*)|-m\s+(trainpool(?:\.\w+)*)")
 

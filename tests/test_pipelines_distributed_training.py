@@ -369,10 +369,10 @@ def test_a_preempted_spot_job_retries_resumes_from_its_checkpoint_and_succeeds(
 def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
     tmp_path: Path, own_emulator: None
 ) -> None:
-    """The README's rehearsal: `trainpool submit --schedule` the checked-in pipeline nightly,
-    `trainpool clock advance` seven nights, `trainpool jobs preempt` night 3's SPOT job while
-    it trains. Seven PipelineJobs, seven model directories; night 3 retried and resumed
-    from its checkpoint; night 4 came due while night 3 still ran, so it was queued
+    """The rehearsal of docs/guides/pipeline.md: `trainpool submit --schedule` the checked-in
+    pipeline nightly, `trainpool clock advance` seven nights, `trainpool jobs preempt` night 3's
+    SPOT job while it trains. Seven PipelineJobs, seven model directories; night 3 retried and
+    resumed from its checkpoint; night 4 came due while night 3 still ran, so it was queued
     (--allow-queueing) and started when night 3 ended; `trainpool schedule runs` shows it."""
     from typer.testing import CliRunner
 

@@ -32,11 +32,11 @@ def _collect_less() -> None:
     """This process only serves: the modules it has imported (aiplatform, protobuf, gRPC)
     live as long as it does, so ``gc.freeze()`` takes their objects out of every later
     collection (Python docs, ``gc.freeze``), and the young generation is collected less
-    often: every collection stops all the handler threads. ``benchmarks/bench_load.py`` (20
-    clients x 50 jobs, six alternating pairs): Create p99 median 158 -> 123 ms, lower in 5
-    of 6 pairs; p50 unchanged. Only the ``trainpool emulator`` process: an emulator started
-    inside another program (the pytest plugin, ``trainpool run --local``) leaves that
-    program's collector alone."""
+    often: every collection stops all the handler threads, so fewer collections shorten the
+    tail of every call. ``benchmarks/bench_load.py`` measures it (its figures: the benchmarks
+    page, docs/reference/benchmarks.md). Only the ``trainpool emulator`` process: an
+    emulator started inside another program (the pytest plugin, ``trainpool run --local``)
+    leaves that program's collector alone."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 

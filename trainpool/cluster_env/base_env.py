@@ -3,8 +3,9 @@
 On Vertex a replica's environment is its image's ``ENV``, the pool's ``env`` and
 Vertex's variables; nothing of the machine that submitted the job reaches it. Locally a
 replica is a host process, and gets only what a process needs to run here, each for a
-reason (the README's "The replica's environment" lists them). The emulator starts each
-replica from it, and a local run each pipeline task (``trainpool.kfp_local.task_env``):
+reason (docs/guides/emulator/replicas.md, "The replica's environment", lists them). The
+emulator starts each replica from it, and a local run each pipeline task
+(``trainpool.kfp_local.task_env``):
 
 - ``PATH``: the image's, else Docker's default for a container (``DEFAULT_PATH``) with the
   directory of the interpreter that stands in for the image's Python first;

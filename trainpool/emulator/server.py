@@ -73,10 +73,10 @@ SERVICES: tuple[ModuleType, ...] = (
 WORKERS = 8
 """gRPC handler threads. Handlers are short (one SQLite statement or a few) and share one GIL
 with each other and the job engine's threads: more threads runnable at once make each wait
-longer for it, and a call beyond these waits in gRPC's queue (no thread). bench_load (20
-clients x 50 jobs, 2 CPUs), alternating pairs: 12 vs 32 threads, Create p99 median 89 vs 97 ms
-(six pairs); 8 vs 12 (with 2 job threads), 83, 89, 84 vs 91, 113, 84 ms; 4 were worse (209
-ms: a call holds its thread while its request arrives). The few calls that wait
+longer for it, and a call beyond these waits in gRPC's queue (no thread). Far fewer are
+worse again: a call holds its thread while its request arrives. ``benchmarks/bench_load.py``
+measures it; its figures for 4, 8, 12 and 32 threads are on the benchmarks page
+(docs/reference/benchmarks.md, "The emulator under load"). The few calls that wait
 (AdvanceClock with wait_for_runs, Preempt) hold one each."""
 PORT_WARNING = (
     "the emulator listens on {address}: any local user can reach this port and have the "
