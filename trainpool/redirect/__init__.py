@@ -70,6 +70,36 @@ def environment(
     return env
 
 
+def point_here(address: str | None = None, *, project: str = "") -> None:
+    """Point this process's Google clients at the emulator at ``address`` (default:
+    ``VERTEX_AI_EMULATOR_HOST``), as ``trainpool exec`` points a command's: the emulator
+    says where its store and doors are (:func:`trainpool.emulator_client.served_by`), their
+    variables go into ``os.environ`` (:func:`environment`) and the patches are applied
+    (:func:`install`). For a notebook or script that already runs; clients made before the
+    call keep the endpoint they were made with."""
+    from trainpool.config import emulator_host
+    from trainpool.emulator_client import served_by
+
+    address = address or emulator_host()
+    if not address:
+        raise ValueError(
+            f"point_here: no emulator address; accepted: an address (unix:PATH or "
+            f"127.0.0.1:PORT) or {EMULATOR_ENV} set to one (`trainpool emulator` prints it)"
+        )
+    served = served_by(address)
+    os.environ.update(
+        environment(
+            address,
+            served.storage_env,
+            project=project,
+            rest_address=served.rest_address,
+            home=served.home,
+            proxy_address=served.proxy_address,
+        )
+    )
+    install()
+
+
 def install() -> None:
     """Apply the patches to this process (as ``sitecustomize`` would at start-up): for a
     test session, after :func:`environment`'s variables are in ``os.environ``."""
