@@ -3,8 +3,10 @@
 What the Vertex AI SDK's Experiments (``aiplatform.init(experiment=...)``, ``start_run``,
 ``log_params``, ``log_metrics``, ``get_experiment_df``), its lineage classes
 (``aiplatform.Artifact``, ``Execution``, ``Context``) and ``aiplatform.get_pipeline_df``
-call, kept by :mod:`trainpool.emulator.metadata.store`; PipelineJobs record their lineage
-here too (:mod:`trainpool.emulator.metadata.pipeline_lineage`). Long-running methods
+call, kept by :mod:`trainpool.emulator.metadata.store` (links and events:
+:mod:`~trainpool.emulator.metadata.links`; lineage:
+:mod:`~trainpool.emulator.metadata.subgraphs`); PipelineJobs record their lineage here too
+(:mod:`trainpool.emulator.metadata.pipeline_lineage`). Long-running methods
 (Create/DeleteMetadataStore, Delete*, Purge*) answer a finished Operation.
 """
 
@@ -25,6 +27,7 @@ from google.longrunning import operations_pb2
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, service
 from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.metadata import subgraphs
 from trainpool.emulator.metadata.store import metadata_of, store_of
 from trainpool.emulator.records.kinds import (
     ARTIFACTS,
@@ -164,39 +167,41 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
     ) -> ms.AddContextArtifactsAndExecutionsResponse:
         check_node(request.context, CONTEXTS, "context")
         same_store(request.context, [*request.artifacts, *request.executions])
-        store.add_to_context(request.context, request.artifacts, request.executions)
+        store.links.add_to_context(request.context, request.artifacts, request.executions)
         return ms.AddContextArtifactsAndExecutionsResponse()
 
     def add_children(request: ms.AddContextChildrenRequest) -> ms.AddContextChildrenResponse:
         check_node(request.context, CONTEXTS, "context")
         same_store(request.context, request.child_contexts)
-        store.add_children(request.context, request.child_contexts)
+        store.links.add_children(request.context, request.child_contexts)
         return ms.AddContextChildrenResponse()
 
     def remove_children(
         request: ms.RemoveContextChildrenRequest,
     ) -> ms.RemoveContextChildrenResponse:
         check_node(request.context, CONTEXTS, "context")
-        store.remove_children(request.context, request.child_contexts)
+        store.links.remove_children(request.context, request.child_contexts)
         return ms.RemoveContextChildrenResponse()
 
     def add_events(request: ms.AddExecutionEventsRequest) -> ms.AddExecutionEventsResponse:
         check_node(request.execution, EXECUTIONS, "execution")
         same_store(request.execution, [e.artifact for e in request.events])
-        store.add_events(request.execution, request.events)
+        store.links.add_events(request.execution, request.events)
         return ms.AddExecutionEventsResponse()
 
     def inputs_outputs(request: ms.QueryExecutionInputsAndOutputsRequest) -> Any:
         check_node(request.execution, EXECUTIONS, "execution")
-        return store.inputs_and_outputs(request.execution)
+        return subgraphs.inputs_and_outputs(store, request.execution)
 
     def context_lineage(request: ms.QueryContextLineageSubgraphRequest) -> Any:
         check_node(request.context, CONTEXTS, "context")
-        return store.context_subgraph(request.context)
+        return subgraphs.context_subgraph(store, request.context)
 
     def artifact_lineage(request: ms.QueryArtifactLineageSubgraphRequest) -> Any:
         check_node(request.artifact, ARTIFACTS, "artifact")
-        return store.artifact_subgraph(request.artifact, request.max_hops, request.filter)
+        return subgraphs.artifact_subgraph(
+            store, request.artifact, request.max_hops, request.filter
+        )
 
     # -- schemas ----------------------------------------------------------------------------
     def create_schema(request: ms.CreateMetadataSchemaRequest) -> Any:
