@@ -26,8 +26,8 @@ from trainpool.emulator.jobs import processes
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.engine import Engine
 from trainpool.emulator.jobs.failure_rules import CODE_INTERNAL
+from trainpool.emulator.jobs.job_context import JobContext
 from trainpool.emulator.jobs.job_run import JobRun
-from trainpool.emulator.jobs.launches import JobContext
 from trainpool.emulator.jobs.processes import Replica
 from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
 from trainpool.emulator.jobs.replicas import Outcome
