@@ -1,7 +1,7 @@
 """The data methods of ``google.cloud.aiplatform.v1.TensorboardService``: points written
 to a run or an experiment's runs, a time series read, read in batch and exported, and a
 Tensorboard's size (the resources themselves: :mod:`trainpool.emulator.api.tensorboard_service`;
-the points are kept by :mod:`trainpool.emulator.tensorboards.store`)."""
+the points are kept by :mod:`trainpool.emulator.tensorboards.points`)."""
 
 from __future__ import annotations
 
@@ -17,16 +17,16 @@ from trainpool.emulator.records.kinds import (
     TENSORBOARD_TIME_SERIES,
     TENSORBOARDS,
 )
-from trainpool.emulator.tensorboards.store import TensorboardRecords
+from trainpool.emulator.tensorboards.points import TensorboardPoints
 from trainpool.errors import InputError, brief
 
 
-def data_methods(store: TensorboardRecords) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
-    """``{method: (function, RequestType, ResponseType)}`` of the data methods, on ``store``."""
+def data_methods(points: TensorboardPoints) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
+    """``{method: (function, RequestType, ResponseType)}`` of the data methods, on ``points``."""
 
     def write_run(request: ts.WriteTensorboardRunDataRequest) -> Any:
         check_name(request.tensorboard_run, TENSORBOARD_RUNS, "tensorboard_run")
-        store.write_run(request.tensorboard_run, request.time_series_data)
+        points.write_run(request.tensorboard_run, request.time_series_data)
         return ts.WriteTensorboardRunDataResponse()
 
     def write_experiment(request: ts.WriteTensorboardExperimentDataRequest) -> Any:
@@ -43,7 +43,7 @@ def data_methods(store: TensorboardRecords) -> dict[str, tuple[Callable[[Any], A
                     f"{request.tensorboard_experiment}",
                 )
         for index, run_request in enumerate(request.write_run_data_requests):
-            store.write_run(
+            points.write_run(
                 run_request.tensorboard_run,
                 run_request.time_series_data,
                 f"write_run_data_requests[{index}].time_series_data",
@@ -56,7 +56,7 @@ def data_methods(store: TensorboardRecords) -> dict[str, tuple[Callable[[Any], A
         )
         no_filter(request.filter)
         return ts.ReadTensorboardTimeSeriesDataResponse(
-            time_series_data=store.read(request.tensorboard_time_series, request.max_data_points)
+            time_series_data=points.read(request.tensorboard_time_series, request.max_data_points)
         )
 
     def batch_read(request: ts.BatchReadTensorboardTimeSeriesDataRequest) -> Any:
@@ -68,7 +68,7 @@ def data_methods(store: TensorboardRecords) -> dict[str, tuple[Callable[[Any], A
                 raise InputError.of(
                     f"time_series[{index}]", f"{brief(name)} is not in {request.tensorboard}"
                 )
-            data.append(store.read(name, 0))
+            data.append(points.read(name, 0))
         return ts.BatchReadTensorboardTimeSeriesDataResponse(time_series_data=data)
 
     def export(request: ts.ExportTensorboardTimeSeriesDataRequest) -> Any:
@@ -76,16 +76,16 @@ def data_methods(store: TensorboardRecords) -> dict[str, tuple[Callable[[Any], A
             request.tensorboard_time_series, TENSORBOARD_TIME_SERIES, "tensorboard_time_series"
         )
         no_filter(request.filter)
-        points, token = store.export(
+        found, token = points.export(
             request.tensorboard_time_series, request.page_size, request.page_token, request.order_by
         )
         return ts.ExportTensorboardTimeSeriesDataResponse(
-            time_series_data_points=points, next_page_token=token
+            time_series_data_points=found, next_page_token=token
         )
 
     def size(request: ts.ReadTensorboardSizeRequest) -> Any:
         check_name(request.tensorboard, TENSORBOARDS, "tensorboard")
-        return ts.ReadTensorboardSizeResponse(storage_size_byte=store.size(request.tensorboard))
+        return ts.ReadTensorboardSizeResponse(storage_size_byte=points.size(request.tensorboard))
 
     def no_filter(text: str) -> None:
         if text.strip():

@@ -287,6 +287,6 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
                 ts.DeleteTensorboardTimeSeriesRequest,
                 op,
             ),
-            **data_methods(store),
+            **data_methods(store.points),
         },
     )
