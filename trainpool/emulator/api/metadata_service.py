@@ -35,8 +35,8 @@ from trainpool.emulator.records.kinds import (
     EXECUTIONS,
     METADATA_SCHEMAS,
     METADATA_STORES,
+    Kind,
 )
-from trainpool.emulator.records.resources import Kind
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
 

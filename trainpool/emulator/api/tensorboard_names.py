@@ -11,8 +11,8 @@ from trainpool.emulator.records.kinds import (
     TENSORBOARD_RUNS,
     TENSORBOARD_TIME_SERIES,
     TENSORBOARDS,
+    Kind,
 )
-from trainpool.emulator.records.resources import Kind
 from trainpool.errors import InputError, brief
 
 _PATHS = {

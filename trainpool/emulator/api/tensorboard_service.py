@@ -32,8 +32,8 @@ from trainpool.emulator.records.kinds import (
     TENSORBOARD_RUNS,
     TENSORBOARD_TIME_SERIES,
     TENSORBOARDS,
+    Kind,
 )
-from trainpool.emulator.records.resources import Kind
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.tensorboards.store import MAX_BATCH, tensorboards_of
 from trainpool.errors import InputError, brief

@@ -32,8 +32,7 @@ from trainpool.emulator.jobs.processes import Replica
 from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
 from trainpool.emulator.jobs.replicas import Outcome
 from trainpool.emulator.records.database import is_disk_full, keep_id
-from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, kind_of
-from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind, kind_of
 from trainpool.emulator.state import EmulatorState
 from trainpool.home import JobFiles
 from trainpool.spec.normalize import job_spec_rest

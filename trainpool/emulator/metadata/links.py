@@ -21,8 +21,8 @@ from typing import Any
 from google.cloud.aiplatform_v1.types import event as event_types
 
 from trainpool.emulator.api.rpc import not_found
-from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS, EXECUTIONS
-from trainpool.emulator.records.resources import Kind, Records
+from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS, EXECUTIONS, Kind
+from trainpool.emulator.records.resources import Records
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
 

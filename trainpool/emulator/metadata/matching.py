@@ -13,8 +13,7 @@ from google.protobuf import json_format
 
 from trainpool.emulator.metadata import filters
 from trainpool.emulator.metadata.links import MetadataLinks
-from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS
-from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS, Kind
 from trainpool.errors import InputError, brief
 
 

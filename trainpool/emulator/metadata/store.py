@@ -45,8 +45,9 @@ from trainpool.emulator.records.kinds import (
     EXECUTIONS,
     METADATA_SCHEMAS,
     METADATA_STORES,
+    Kind,
 )
-from trainpool.emulator.records.resources import AlreadyExists, Kind
+from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
 

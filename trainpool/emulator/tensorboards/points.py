@@ -23,8 +23,12 @@ from google.cloud.aiplatform_v1.types import tensorboard_time_series as tts
 
 from trainpool.emulator.api.rpc import not_found
 from trainpool.emulator.records import paging
-from trainpool.emulator.records.kinds import TENSORBOARD_RUNS, TENSORBOARD_TIME_SERIES, TENSORBOARDS
-from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.records.kinds import (
+    TENSORBOARD_RUNS,
+    TENSORBOARD_TIME_SERIES,
+    TENSORBOARDS,
+    Kind,
+)
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
 

@@ -36,8 +36,9 @@ from trainpool.emulator.records.kinds import (
     TENSORBOARD_RUNS,
     TENSORBOARD_TIME_SERIES,
     TENSORBOARDS,
+    Kind,
 )
-from trainpool.emulator.records.resources import AlreadyExists, Kind
+from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.tensorboards.points import TensorboardPoints
 from trainpool.errors import InputError, brief
