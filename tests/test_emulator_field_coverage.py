@@ -28,7 +28,7 @@ from google.cloud.aiplatform_v1.types import training_pipeline as tp
 from google.protobuf import json_format
 
 import trainpool.emulator as emulator
-from trainpool.emulator import field_coverage
+from trainpool.emulator import field_coverage, field_rules
 from trainpool.emulator.jobs.training_pipelines import CUSTOM_TASK
 from trainpool.vertex.clients import job_client, pipeline_client
 
@@ -123,7 +123,7 @@ spec for the CustomJobSpec's); a study's entries replace parts of the study."""
 
 
 def sample(path: str) -> Any:
-    for spec in field_coverage.SPECS:
+    for spec in field_rules.SPECS:
         if path.startswith(spec + "."):
             return SAMPLES[path[len(spec) + 1 :]]
     return SAMPLES[path.split(".", 1)[1]]
@@ -229,7 +229,7 @@ def test_every_field_of_the_protos_is_applied_refused_logged_or_output() -> None
     unclassified = [f.path for f in fields if f.action == field_coverage.UNCLASSIFIED]
     assert not unclassified, unclassified
     paths = {f.path for f in fields}
-    assert not set(field_coverage.RULES) - paths  # no rule names a field the protos lack
+    assert not set(field_rules.RULES) - paths  # no rule names a field the protos lack
     # Vertex's output fields are the service's: web_access_uris among them
     assert (
         field_coverage.Field(
@@ -253,7 +253,7 @@ def test_a_field_the_emulator_does_not_apply_is_refused_or_logged(
     resource = field.path.split(".", 1)[0]
     message = request(pipeline, resource, field.path)
     last = field.path.rsplit(".", 1)[1]
-    if field.action == field_coverage.REFUSED:
+    if field.action == field_rules.REFUSED:
         with pytest.raises(exceptions.InvalidArgument) as err:
             create(emu, resource, message)
         assert last in err.value.message or camel(last) in err.value.message

@@ -18,8 +18,9 @@ import pytest
 from trainpool.emulator.faults.config import KillFault
 from trainpool.emulator.jobs.controls import Controls, Flag, Stop
 from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED, RetryPolicy
+from trainpool.emulator.jobs.outcomes import Outcome
 from trainpool.emulator.jobs.processes import Launch, Replica
-from trainpool.emulator.jobs.replicas import Outcome, ReplicaRun
+from trainpool.emulator.jobs.replicas import ReplicaRun
 
 pytestmark = pytest.mark.timeout(60)
 

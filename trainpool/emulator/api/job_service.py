@@ -20,8 +20,7 @@ from trainpool.emulator.api import job_links, requests
 from trainpool.emulator.api.rpc import Service, precondition, service
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.manager import TERMINAL, JobManager
-from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS
-from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.sweeps.sweep import run_tuning_job, study_spec_rest
 from trainpool.spec.normalize import job_spec_rest

@@ -18,7 +18,8 @@ from typing import Any
 
 from trainpool.emulator import field_coverage
 from trainpool.emulator.api.rpc import not_found
-from trainpool.emulator.records.resources import Kind, Records
+from trainpool.emulator.records.kinds import Kind
+from trainpool.emulator.records.resources import Records
 from trainpool.errors import InputError, Problem, brief
 from trainpool.plan import PlanError, validate_custom_job_spec
 from trainpool.plan.label_rules import label_problems

@@ -36,12 +36,15 @@ from trainpool.emulator.jobs.failure_rules import (
     CODE_RESOURCE_EXHAUSTED,
     RetryPolicy,
 )
-from trainpool.emulator.jobs.launches import JobContext, LaunchError, plan_launches
+from trainpool.emulator.jobs.job_context import JobContext
+from trainpool.emulator.jobs.launches import plan_launches
 from trainpool.emulator.jobs.logs import JobLog
+from trainpool.emulator.jobs.outcomes import Outcome, controlled
 from trainpool.emulator.jobs.packages import PackageError
 from trainpool.emulator.jobs.processes import Launch, Replica
+from trainpool.emulator.jobs.programs import LaunchError
 from trainpool.emulator.jobs.quota import Quota, Ticket, replica_slots
-from trainpool.emulator.jobs.replicas import Outcome, ReplicaRun, controlled
+from trainpool.emulator.jobs.replicas import ReplicaRun
 from trainpool.emulator.records.database import MIN_FREE_BYTES, DiskFull, is_disk_full
 from trainpool.emulator.tensorboards import uploads
 from trainpool.spec.timing import duration_seconds

@@ -26,14 +26,13 @@ from trainpool.emulator.jobs import processes
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.engine import Engine
 from trainpool.emulator.jobs.failure_rules import CODE_INTERNAL
+from trainpool.emulator.jobs.job_context import JobContext
 from trainpool.emulator.jobs.job_run import JobRun
-from trainpool.emulator.jobs.launches import JobContext
+from trainpool.emulator.jobs.outcomes import Outcome
 from trainpool.emulator.jobs.processes import Replica
 from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
-from trainpool.emulator.jobs.replicas import Outcome
 from trainpool.emulator.records.database import is_disk_full, keep_id
-from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, kind_of
-from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind, kind_of
 from trainpool.emulator.state import EmulatorState
 from trainpool.home import JobFiles
 from trainpool.spec.normalize import job_spec_rest

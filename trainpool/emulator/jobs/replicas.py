@@ -23,10 +23,11 @@
   found no room is the first to fail, and that failure is the disk's, not its code's.
 
 :class:`ReplicaRun` holds these rules as a state machine that nothing polls: ``begin()``
-starts the replicas, ``step()`` looks once at what happened and says the outcome when there
-is one, ``next_wake()`` says when a deadline falls due (timeout, an evaluator's grace, a
-test's kill). Its ``wake`` is called when a replica exits or a control is set; the job
-engine (:mod:`trainpool.emulator.jobs.job_run`) then runs ``step()`` on its pool.
+starts the replicas, ``step()`` looks once at what happened and says the outcome (an
+:class:`~trainpool.emulator.jobs.outcomes.Outcome`) when there is one, ``next_wake()``
+says when a deadline falls due (timeout, an evaluator's grace, a test's kill). Its ``wake``
+is called when a replica exits or a control is set; the job engine
+(:mod:`trainpool.emulator.jobs.job_run`) then runs ``step()`` on its pool.
 
 A restart stops the replicas it replaces first (SIGTERM, the grace period, SIGKILL). Given a
 ``terminator`` (the engine's terminating pool; by default it is made at once), that wait
@@ -43,57 +44,26 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from trainpool.emulator.faults.config import KillFault
 from trainpool.emulator.jobs import processes, spawner
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.failure_rules import (
-    CODE_CANCELLED,
     CODE_DEADLINE_EXCEEDED,
     CODE_INVALID_ARGUMENT,
     CODE_RESOURCE_EXHAUSTED,
     PERMANENT_EXIT_CODES,
     RetryPolicy,
-    exit_message,
     is_permanent,
     preemption_message,
     status_text,
 )
+from trainpool.emulator.jobs.outcomes import Outcome, controlled, failure_message
 from trainpool.emulator.jobs.processes import Launch, Replica
 from trainpool.emulator.records.database import is_disk_full
 
 EVALUATOR_GRACE_S = 10.0
 DRIVERS = (0, 1)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How the replicas ended: ``state`` is "SUCCEEDED", "FAILED" or "CANCELLED"."""
-
-    state: str
-    code: int = 0
-    message: str = ""
-
-
-def failure_message(replica: Replica, status: int, detail: str = "") -> str:
-    """Vertex's first line, then the emulator's ``detail`` and the tail of the replica's log."""
-    message = exit_message(replica.launch.name, status)
-    if detail:
-        message += f"\n{detail}"
-    log_tail = processes.tail(replica.launch.log)
-    if log_tail:
-        message += f"\nLast lines of {replica.launch.log}:\n{log_tail}"
-    return message
-
-
-def controlled(controls: Controls) -> Outcome | None:
-    """The outcome a cancel or a stop asks for (None: neither is set)."""
-    if controls.cancel.is_set():
-        return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
-    if controls.stop.is_set():
-        return Outcome("CANCELLED", CODE_CANCELLED, controls.stop.reason)
-    return None
 
 
 class ReplicaRun:

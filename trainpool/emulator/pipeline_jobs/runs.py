@@ -48,6 +48,7 @@ from trainpool.emulator.jobs.manager import TERMINAL as JOB_TERMINAL
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.metadata.pipeline_lineage import PipelineLineage
 from trainpool.emulator.pipeline_jobs import run_process
+from trainpool.emulator.records import migrate
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, PIPELINE_JOBS, TUNING_JOBS
 from trainpool.emulator.state import EmulatorState
 from trainpool.kfp_local.execute import RUN_LABEL
@@ -330,7 +331,8 @@ def runs_of(state: EmulatorState, manager: JobManager) -> PipelineRuns:
 
     def make() -> PipelineRuns:
         runs = PipelineRuns(state, manager)
-        state.records.reindex(PIPELINE_JOBS)  # jobs a store kept before List filtered on times
+        # jobs a store kept before List filtered on times
+        migrate.reindex(state.records, PIPELINE_JOBS)
         lineage = PipelineLineage(state)
         runs.on_start(lineage.started)
         runs.on_end(lineage.ended)

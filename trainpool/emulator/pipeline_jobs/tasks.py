@@ -14,7 +14,7 @@ replica of a job gets (:mod:`trainpool.emulator.jobs.launches`), by the same mea
   (:mod:`trainpool.emulator.jobs.gcs_mount`, :mod:`trainpool.emulator.jobs.spawner`); the
   host's own ``/gcs`` is never written;
 - its output in ``<run>/tasks/<task>_<id>/task.log``, preceded by the settings a local run
-  does not apply, and streamed to the run's transcript line by line.
+  does not apply, and streamed to the run's transcript line by line (:mod:`.task_logs`).
 
 GCPC launchers are started one task ahead (:mod:`.warm`). On SIGTERM of the run every
 running task gets SIGTERM, and SIGKILL after :data:`GRACE_S`.
@@ -36,6 +36,7 @@ from trainpool.emulator.jobs.launches import emulator_python
 from trainpool.emulator.jobs.processes import Launch, Mounts, Replica
 from trainpool.emulator.jobs.workdirs import Workdir, relocate
 from trainpool.emulator.pipeline_jobs import task_packages, task_python, warm
+from trainpool.emulator.pipeline_jobs.task_logs import append, follow, write_notes
 from trainpool.emulator.pipeline_jobs.task_python import TaskPython
 from trainpool.errors import InputError
 from trainpool.home import Home
@@ -69,24 +70,6 @@ class _Waiting:
     sandbox: Sandbox
     fifo: Path
     env: dict[str, str]
-
-
-def _follow(replica: Replica, log: Path, offset: int, say: Callable[[str], None]) -> int:
-    """Each line ``replica`` writes to ``log`` after ``offset`` to ``say`` as it comes; its
-    exit status."""
-    pending = b""
-    with open(log, "rb") as handle:
-        handle.seek(offset)
-        while True:
-            status = replica.wait(0.05)
-            pending += handle.read()
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                say(line.decode("utf-8", "replace"))
-            if status is not None:
-                if pending:
-                    say(pending.decode("utf-8", "replace"))
-                return status
 
 
 class TaskSandboxes:
@@ -127,7 +110,7 @@ class TaskSandboxes:
         modules, count = warm.launcher_tasks(spec)
         if modules and os.environ.get(warm.SWITCH_ENV) != "0":
             self._warm_modules, self._warm_left = modules, count
-            self._warm_image = _launcher_image(spec)
+            self._warm_image = warm.launcher_image(spec)
             self._start_waiting()
         return not self.mount.why
 
@@ -139,7 +122,7 @@ class TaskSandboxes:
         if waiting is not None and found is not None:
             sandbox = waiting.sandbox
             self._name(sandbox, task)
-            offset = _write_notes(sandbox.log, task, say, self._python(task, say).what)
+            offset = write_notes(sandbox.log, task, say, self._python(task, say).what)
             self._start_waiting()  # the next GCPC task's, while this one runs
             if warm.hand(waiting.replica, waiting.fifo, *found):
                 return self._followed(task, waiting.replica, sandbox.log, offset, say)
@@ -170,7 +153,7 @@ class TaskSandboxes:
         folder = self._new_folder()
         python = self._python(task, say)
         self._name_folder(folder, task)
-        offset = _write_notes(folder / LOG, task, say, python.what)
+        offset = write_notes(folder / LOG, task, say, python.what)
         lines: list[str] = []
 
         def note(line: str) -> None:
@@ -181,9 +164,9 @@ class TaskSandboxes:
             sandbox = self._sandbox(folder, python, task.command, task.env, note)
         except InputError as err:
             note(str(err))
-            _append(folder / LOG, lines)
+            append(folder / LOG, lines)
             return 1
-        _append(folder / LOG, lines)
+        append(folder / LOG, lines)
         offset = (folder / LOG).stat().st_size
         with self._lock:
             if self._stopped:
@@ -192,7 +175,7 @@ class TaskSandboxes:
                 replica = spawner.start(_launch(task.name, sandbox))
             except OSError as err:
                 say(f"cannot start the task: {err}")
-                _append(folder / LOG, [f"cannot start the task: {err}"])
+                append(folder / LOG, [f"cannot start the task: {err}"])
                 return 127
         return self._followed(task, replica, sandbox.log, offset, say)
 
@@ -201,7 +184,7 @@ class TaskSandboxes:
     ) -> int:
         self._running[task.task_id] = replica
         try:
-            return _follow(replica, log, offset, say)
+            return follow(replica, log, offset, say)
         finally:
             self._running.pop(task.task_id, None)
 
@@ -294,16 +277,6 @@ class TaskSandboxes:
         return waiting
 
 
-def _launcher_image(spec: Mapping[str, Any]) -> str:
-    """The image of the pipeline's first GCPC launcher task."""
-    for executor in spec.get("deploymentSpec", {}).get("executors", {}).values():
-        container = executor.get("container", {})
-        command = [*container.get("command", []), *container.get("args", [])]
-        if warm.containers.verdict(command)[0] == "launcher":
-            return str(container.get("image", ""))
-    return ""
-
-
 def _launch(name: str, sandbox: Sandbox) -> Launch:
     return Launch(
         name or "task",
@@ -330,18 +303,3 @@ def _kill(replicas: list[Replica]) -> None:
     for replica in replicas:
         if replica.exit_status() is None:
             processes.signal_group(replica.pgid, signal.SIGKILL)
-
-
-def _append(log: Path, lines: list[str]) -> None:
-    if lines:
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.writelines(f"{line}\n" for line in lines)
-
-
-def _write_notes(log: Path, task: TaskStart, say: Callable[[str], None], what: str) -> int:
-    """The task's notes and its Python, first in its log (and said); where its output starts."""
-    lines = [*task.notes, f"image {what}"]
-    for line in lines:
-        say(line)
-    _append(log, lines)
-    return log.stat().st_size

@@ -153,3 +153,13 @@ def hand(replica: Replica, fifo: Path, module: str, args: list[str]) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def launcher_image(spec: Mapping[str, Any]) -> str:
+    """The image of the pipeline's first GCPC launcher task."""
+    for executor in spec.get("deploymentSpec", {}).get("executors", {}).values():
+        container = executor.get("container", {})
+        command = [*container.get("command", []), *container.get("args", [])]
+        if containers.verdict(command)[0] == "launcher":
+            return str(container.get("image", ""))
+    return ""

@@ -12,7 +12,7 @@ import re
 
 from google.cloud.artifactregistry_v1.types import repository as ar
 
-from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.records.kinds import Kind
 from trainpool.emulator.state import EmulatorState
 
 REPOSITORIES = Kind("repositories", ar.Repository, "Repository")

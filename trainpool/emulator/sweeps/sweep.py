@@ -47,7 +47,7 @@ from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED, CODE_FAILED_PR
 from trainpool.emulator.jobs.job_run import error_outcome
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.manager import JobManager
-from trainpool.emulator.jobs.replicas import Outcome
+from trainpool.emulator.jobs.outcomes import Outcome
 from trainpool.emulator.jobs.web_access import SCHEME
 from trainpool.emulator.records.kinds import CUSTOM_JOBS
 from trainpool.emulator.sweeps.early_stopping import EarlyStopping
