@@ -21,7 +21,7 @@ def local_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
 
 
-def test_builds_into_the_local_store_then_skips(tmp_path: Path) -> None:
+def test_builds_into_the_local_image_store_then_skips(tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / "trainer").mkdir(parents=True)
     (src / "trainer" / "__init__.py").write_text("")

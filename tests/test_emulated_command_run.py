@@ -157,7 +157,7 @@ def test_trainpool_submit_finds_the_bucket_in_the_named_emulators_store(tmp_path
 
 
 @pytest.mark.skipif(shutil.which("gcloud") is None, reason="gcloud is not installed")
-def test_gcloud_storage_reads_the_local_store(tmp_path: Path) -> None:
+def test_gcloud_storage_reads_the_store(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "gcs" / "bkt" / "data").mkdir(parents=True)
     (root / "gcs" / "bkt" / "data" / "rows.csv").write_text("a,b\n1,2\n")

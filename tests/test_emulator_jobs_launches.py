@@ -107,7 +107,7 @@ WRITE_GCS = (
 )
 
 
-def test_a_replica_writes_under_gcs_into_the_local_store(client: Any, tmp_path: Path) -> None:
+def test_a_replica_writes_under_gcs_into_the_store(client: Any, tmp_path: Path) -> None:
     mount = gcs_mount.mount()
     if mount.why:
         pytest.skip(f"/gcs is not available on this machine: {mount.why}")

@@ -207,7 +207,9 @@ def test_pytorch_ddp_gloo_custom_container_runs_on_four_replicas(emu: Any) -> No
     ]
     assert list((out / "checkpoints").iterdir()) == []  # the chief removed its checkpoint
     assert not (out / "model").exists()  # the sample saves a model only in local mode
-    stored = sorted(p.name for p in next((root / "images").glob("*/context")).iterdir())
+    stored = sorted(
+        p.name for p in (root / "images" / built.rsplit(":", 1)[1] / "context").iterdir()
+    )
     assert stored == ["Dockerfile", "requirements.txt", "task.py"]
 
 

@@ -289,7 +289,7 @@ def test_an_image_built_from_a_virtualenv_sees_that_virtualenvs_packages(tmp_pat
         'FROM python:3.11\nCMD ["python", "-c", "import only_in_venv; print(only_in_venv.WHERE)"]\n'
     )
     build = (
-        "import sys; from pathlib import Path; from trainpool.images import context, local_store; "
+        "import sys; from pathlib import Path; from trainpool.images import context, image_store; "
         "ctx = context.BuildContext.of(context.collect(Path(sys.argv[1])), {}); "
         "image_store.add(ctx, Path(sys.argv[2]), ['local/venv-test:1'])"
     )

@@ -166,3 +166,16 @@ def test_the_readmes_command_runs_a_gcpc_pipeline(served: object, tmp_path: Path
     assert done.exit_code == 0, done.output
     assert "pipeline gcpc-custom-job SUCCEEDED" in done.output
     assert "CustomJob projects/local-project/locations/us-central1/customJobs/" in done.output
+
+
+def test_a_users_own_kfp_local_task_runs_as_kfp_runs_it_after_trainpools_handler_is_installed(
+    tmp_path: Path,
+) -> None:
+    """A notebook that imported trainpool (a local run swaps kfp.local's task handler once per
+    process) still runs its own ``kfp.local`` tasks as kfp.local alone would."""
+    from fixtures.pipelines.tiny import add
+    from kfp import local
+
+    containers.install()
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path))
+    assert add(a=2, b=3).output == 5

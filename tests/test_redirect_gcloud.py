@@ -74,7 +74,7 @@ def created_id(output: str) -> str:
     return output.strip().splitlines()[-1].rsplit("/", 1)[1]
 
 
-def test_builds_submit_tag_builds_the_image_into_the_local_store(
+def test_builds_submit_tag_builds_the_image_into_the_local_image_store(
     emu: emulator.Emulator, image: str
 ) -> None:
     found = image_store.lookup(image, emu.root)

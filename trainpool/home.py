@@ -12,7 +12,7 @@ that reads or writes there (the emulator, the local run, the image store, the CL
     <root>/storage.token            the storage door's secret (mode 0600)
     <root>/gcs/BUCKET/OBJECT        local Cloud Storage (``cluster_env.gcs.to_path``)
     <root>/storage-uploads/         the Cloud Storage door's uploads in progress
-    <root>/images/                  the local image store (``images.local_store``)
+    <root>/images/                  the local image store (``images.image_store``)
     <root>/environments/            prebuilt training images as virtualenvs (emulator), and
                                     pipeline tasks' Pythons and packages
     <root>/pipeline-cache/          pipeline tasks' execution cache (``kfp_local.cache``)

@@ -217,6 +217,12 @@ def _handler(base: type) -> type:
             runner: Any,
             env_vars: dict[str, str] | None = None,
         ) -> None:
+            # Outside a local run's launcher (a user's own ``kfp.local`` in the same process),
+            # the task is kfp.local's, as if trainpool had not been imported.
+            self.outside = current_run() is None
+            if self.outside:
+                super().__init__(image, full_command, pipeline_root, runner, env_vars)
+                return
             self.kind, why = verdict(full_command)
             if not self.kind:
                 raise RuntimeError(f"image {image!r}: {why}")
@@ -224,6 +230,8 @@ def _handler(base: type) -> type:
             self.runner, self.env_vars = runner, dict(env_vars or {})
 
         def run(self) -> Any:
+            if self.outside:
+                return super().run()
             interrupt.check()
             run, task = current_run(), tasks.current()
             if run is None or task is None:
