@@ -2,7 +2,7 @@
 
 Run: ``python3 benchmarks/bench_early_stopping.py [--step-s 0.2] [--orders last,alternate]``.
 
-The sweep of ``tests/test_emulator_sweeps_stopping.py``: 12 trials (a grid over 12 learning
+The sweep of ``tests/test_emulator_sweeps_early_stopping.py``: 12 trials (a grid over 12 learning
 rates, 3 at a time), each reporting 20 steps with cloudml-hypertune, half of them diverging
 from step 3. Each order runs twice, one after the other on one emulator (without stopping,
 then with ``medianAutomatedStoppingSpec``), and prints, side by side: wall time, trial-steps

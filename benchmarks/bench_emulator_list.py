@@ -52,12 +52,12 @@ def seed(root: Path, count: int) -> list[str]:
     from google.cloud.aiplatform_v1.types import custom_job as cj
     from google.cloud.aiplatform_v1.types.job_state import JobState
 
-    from trainpool.emulator.jobs.runner import Runner
+    from trainpool.emulator.jobs.manager import JobManager
     from trainpool.emulator.records.kinds import CUSTOM_JOBS
     from trainpool.emulator.state import EmulatorState
 
     state = EmulatorState(root)
-    jobs = Runner(state)
+    jobs = JobManager(state)
     names = []
     for i in range(count):
         labels = {"trainpool-local-run": "r1" if i % 10 == 0 else f"old{i // 10}", "team": "ml"}

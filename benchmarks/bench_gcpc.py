@@ -5,7 +5,7 @@ launch_custom_job, run side by side.
 
 Each pipeline runs ``--jobs`` CustomJobs one after the other, each of one replica sleeping
 ``--job-seconds``. Each round runs, on one emulator: GCPC with its launchers started ahead
-(:mod:`trainpool.emulator.pipelines.warm`, the default), GCPC cold
+(:mod:`trainpool.emulator.pipeline_jobs.warm`, the default), GCPC cold
 (``TRAINPOOL_WARM_LAUNCHERS=0``), trainpool. ``--via pipelinejob`` (the default) creates
 each as a PipelineJob with PipelineService's CreatePipelineJob over gRPC, as
 ``aiplatform.PipelineJob`` submits one (caching off, as ``enable_caching=False`` sends it),
@@ -31,13 +31,13 @@ from google_cloud_pipeline_components.v1.custom_job import CustomTrainingJobOp
 from kfp import compiler, components, dsl
 
 from trainpool import emulator
-from trainpool.kfprun.execute import patched_environ
-from trainpool.localrun.runner import run_local
+from trainpool.emulated.pipeline_run import run_local
+from trainpool.kfp_local.execute import patched_environ
 from trainpool.vertex import clients
 
 REPO = Path(__file__).resolve().parents[1]
 SWITCH_ENV = "TRAINPOOL_WARM_LAUNCHERS"
-"""``0`` starts every GCPC task cold (``trainpool.emulator.pipelines.warm.SWITCH_ENV``; named
+"""``0`` starts every GCPC task cold (``trainpool.emulator.pipeline_jobs.warm.SWITCH_ENV``; named
 here so this script runs against earlier trainpool too)."""
 
 

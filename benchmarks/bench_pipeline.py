@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from trainpool import config, emulator
-from trainpool.kfprun.execute import patched_environ
-from trainpool.localrun.defaults import DEFAULT_LOCATION, DEFAULT_PROJECT
-from trainpool.localrun.runner import run_local
+from trainpool.emulated.defaults import DEFAULT_LOCATION, DEFAULT_PROJECT
+from trainpool.emulated.pipeline_run import run_local
+from trainpool.kfp_local.execute import patched_environ
 from trainpool.spec import placeholders
 from trainpool.spec.pipeline_params import (
     load_pipeline_spec,

@@ -28,7 +28,7 @@ from google.protobuf import json_format, struct_pb2
 from kfp import compiler, dsl
 
 from trainpool import emulator
-from trainpool.kfprun.execute import patched_environ
+from trainpool.kfp_local.execute import patched_environ
 from trainpool.vertex import clients
 
 PARENT = "projects/bench/locations/us-central1"

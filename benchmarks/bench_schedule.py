@@ -29,8 +29,8 @@ from typing import Any
 from google.cloud.aiplatform_v1 import PipelineJob
 
 from trainpool import config, emulator
-from trainpool.emulator.api.clock_service import advance_clock
-from trainpool.kfprun.execute import patched_environ
+from trainpool.emulator_client import advance_clock
+from trainpool.kfp_local.execute import patched_environ
 from trainpool.vertex import clients
 from trainpool.vertex.pipelines import Target, submit
 from trainpool.vertex.submit import submit_pipeline

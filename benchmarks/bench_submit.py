@@ -1,14 +1,11 @@
 """``aiplatform.PipelineJob(...).submit()`` to the emulator: how long the SDK's submit takes.
 
-    python3 benchmarks/bench_submit.py [--repeats 5] [--old]
+    python3 benchmarks/bench_submit.py [--repeats 5]
 
 An unchanged user script (tests/fixtures/user_code/submit_pipeline.py's submit, timed
 inside the script) runs under ``trainpool exec``: the SDK creates the pipeline root's
 bucket check, asks Cloud Resource Manager for the project number (served by the emulator)
 and creates the PipelineJob. Prints each submit() time and the median (goal: under 1 s).
-``--old`` also times one submit the way trainpool offered before ``trainpool exec``
-(``trainpool.vertex.clients.point_sdk_at_emulator`` in the script): its project-number
-lookup goes to Google and is retried for about a minute.
 """
 
 import argparse
@@ -26,9 +23,6 @@ CLI = [sys.executable, "-c", "from trainpool.cli import main; main()"]
 SUBMIT = """
 import json, sys, time
 from google.cloud import aiplatform, storage
-if sys.argv[2] == "old":
-    from trainpool.vertex.clients import point_sdk_at_emulator
-    point_sdk_at_emulator()
 bucket = f"bench-root-{sys.argv[3]}"
 storage.Client(project="demo").create_bucket(bucket)
 aiplatform.init(project="demo", location="us-central1")
@@ -81,7 +75,6 @@ def timed(folder: Path, template: Path, mode: str, number: int) -> tuple[float, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--old", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -94,12 +87,6 @@ def main() -> None:
             f"runs [{', '.join(f'{t:.3f}' for t in times)}], "
             f"tracebacks {sum(tb for _, tb in runs)}/{len(runs)}"
         )
-        if args.old:
-            seconds, traceback = timed(folder, template, "old", args.repeats)
-            print(
-                f"point_sdk_at_emulator (before trainpool exec): submit() {seconds:.1f} s, "
-                f"traceback {'yes' if traceback else 'no'}"
-            )
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 """The distributed-training pipeline: plan, size, build, then train or sweep.
 
-plan_cluster → size_reduction_server (when the plan has a Reduction Server) →
-build_image → launch_custom_job, or hyperparameter_sweep when max_trial_count > 0.
+plan_cluster → size_reduction_server (re-sizes the planned Reduction Server; the spec
+it returns is the one launched) → build_image → launch_custom_job, or
+hyperparameter_sweep when max_trial_count > 0.
 
 The cluster request is one parameter (a dict); the usual knobs are flat parameters
 that override it, so a scheduled run or a submit can change the cluster without
-recompiling. The defaults train examples/pytorch_ddp on 1 primary + 2 workers with a
+recompiling. Those knobs are plan_cluster's and size_reduction_server's own inputs,
+declared there once and passed on (:func:`pipelines.inputs.inputs_of`). The defaults
+train examples/pytorch_ddp on 1 primary + 2 workers with a
 4-trial grid over the learning rate, 2 trials at a time, on a laptop (CPU only).
 
 Compile with ``trainpool compile``; run locally with
@@ -25,6 +28,7 @@ from components.plan_cluster import plan_cluster
 from components.select_model import select_model
 from components.size_reduction_server import size_reduction_server
 from components.upload_model import upload_model
+from pipelines.inputs import inputs_of
 
 DEFAULT_REQUEST: dict = {
     "primary": {"machine_type": "n1-standard-4"},
@@ -53,10 +57,26 @@ DEFAULT_STUDY: dict = {
 }
 
 
+CLUSTER_KNOBS = (
+    "worker_count",
+    "machine_type",
+    "accelerator_type",
+    "accelerator_count",
+    "reduction_server",
+    "tuning_env",
+)
+"""plan_cluster's inputs that override the cluster request."""
+SIZING_KNOBS = ("reducer_machine_type", "gradient_size_mb")
+"""size_reduction_server's inputs: the reducers' machine type ("auto": the cheapest per
+Gbps) and the gradients all-reduced per step."""
+
+
 @dsl.pipeline(
     name="distributed-training",
     description="Plan a Vertex training cluster, build the trainer image, and train or sweep.",
 )
+@inputs_of(size_reduction_server, SIZING_KNOBS, after="cluster_request")
+@inputs_of(plan_cluster, CLUSTER_KNOBS, after="cluster_request")
 def distributed_training(
     # the pipeline run's own project and region, as Google's own pipelines default them
     # (GCPC v1/model_evaluation/evaluation_feature_attribution_pipeline.py)
@@ -64,12 +84,6 @@ def distributed_training(
     location: str = "{{$.pipeline_google_cloud_location}}",
     display_name: str = "distributed-training",
     cluster_request: dict = DEFAULT_REQUEST,
-    worker_count: int = -1,
-    machine_type: str = "",
-    accelerator_type: str = "",
-    accelerator_count: int = -1,
-    reduction_server: str = "request",
-    tuning_env: bool = False,
     source_dir: str = "",
     image_uri: str = "",
     framework: str = "pytorch",
@@ -82,12 +96,15 @@ def distributed_training(
     base_output_directory: str = "",
     service_account: str = "",
     serving_image: str = "",
+    **knobs,
 ) -> Outputs:
     """Train on Vertex AI from a readable cluster request.
 
     Knobs: worker_count, machine_type (primary and workers), accelerator_type and
     accelerator_count override the request when not -1 / ""; reduction_server is
-    "request", "on" or "off". source_dir is the trainer to build into image_uri: a
+    "request", "on" or "off" (plan_cluster's inputs); reducer_machine_type ("" keeps the
+    plan's, "auto" the cheapest per Gbps) and gradient_size_mb re-size a planned Reduction
+    Server (size_reduction_server's inputs). source_dir is the trainer to build into image_uri: a
     local folder, which `trainpool submit` and `trainpool run --local` upload under the
     pipeline root as gs://.../trainpool/sources/<digest>.tar.gz, or such a URI
     (`trainpool upload-source`); image_uri "" is LOCATION-docker.pkg.dev/PROJECT/trainpool/
@@ -107,22 +124,18 @@ def distributed_training(
     plan = plan_cluster(
         cluster_request=cluster_request,
         location=location,
-        worker_count=worker_count,
-        machine_type=machine_type,
-        accelerator_type=accelerator_type,
-        accelerator_count=accelerator_count,
-        reduction_server=reduction_server,
-        tuning_env=tuning_env,
         pipeline_image=image_uri,  # build_image's target, or the image used as given
         pipeline_source=source_dir,
+        **{name: knobs[name] for name in CLUSTER_KNOBS},
     ).set_display_name("plan cluster")
-    spec = plan.outputs["custom_job_spec"]
     job_fields = plan.outputs["job_fields"]
-
-    with dsl.If(plan.outputs["has_reduction_server"] == True):  # noqa: E712 (KFP condition)
-        size_reduction_server(custom_job_spec=spec, location=location).set_display_name(
-            "size reduction server"
-        )
+    sized = size_reduction_server(
+        custom_job_spec=plan.outputs["custom_job_spec"],
+        location=location,
+        only_if_planned=True,
+        **{name: knobs[name] for name in SIZING_KNOBS},
+    ).set_display_name("size reduction server")
+    spec = sized.outputs["custom_job_spec"]
 
     image = build_image(
         source_dir=source_dir,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.vertex import PARENT
 from typer.testing import CliRunner
 
 import trainpool.emulator as emulator
@@ -18,7 +19,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
 
-PARENT = "projects/demo/locations/us-central1"
 TALKER = "import sys, time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep({})\n"
 
 

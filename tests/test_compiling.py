@@ -81,11 +81,11 @@ def test_a_folder_without_the_table_is_no_project(tmp_path: Path) -> None:
 
 def test_the_component_signatures_in_internals_are_the_codes() -> None:
     root = Path(__file__).resolve().parents[1]
-    page = (root / "docs" / "internals.md").read_text(encoding="utf-8")
+    page = (root / "docs" / "contributing" / "internals.md").read_text(encoding="utf-8")
     signatures = compiling.component_signatures(root / "components")
     assert len(signatures) == len(list((root / "components").glob("[a-z]*.py")))
     assert compiling.with_signatures(page, signatures) == page, (
-        "docs/internals.md lists other component signatures than components/ defines: "
+        "docs/contributing/internals.md lists other component signatures than components/ defines: "
         "run `python3 scripts/signatures.py`"
     )
 

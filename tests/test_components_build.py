@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from kfp import components, local
 
-from trainpool.images import local_store
+from trainpool.images import image_store
 
 SPEC = Path(__file__).resolve().parents[1] / "component_specs" / "build_image.yaml"
 
@@ -21,7 +21,7 @@ def local_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "root"))
 
 
-def test_builds_into_the_local_store_then_skips(tmp_path: Path) -> None:
+def test_builds_into_the_local_image_store_then_skips(tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / "trainer").mkdir(parents=True)
     (src / "trainer" / "__init__.py").write_text("")
@@ -37,7 +37,7 @@ def test_builds_into_the_local_store_then_skips(tmp_path: Path) -> None:
     assert (first["cached"], second["cached"]) == (False, True)
     assert first["image_uri"] == second["image_uri"]
     assert first["image_uri"].startswith("local/demo:ctx-")
-    image = local_store.lookup(first["image_uri"], tmp_path / "home")
+    image = image_store.lookup(first["image_uri"], tmp_path / "home")
     assert image is not None
     assert image.argv() == [str(image.python), "-m", "trainer.task"]
     assert (image.context_dir / "trainpool" / "runtime" / "__init__.py").is_file()

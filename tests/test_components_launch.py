@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.vertex import PARENT
 from kfp import components, dsl, local
 
 import trainpool.emulator as emulator
@@ -18,7 +19,6 @@ from trainpool.vertex.labels import TASK_LABEL, task_label_value
 pytestmark = pytest.mark.timeout(180)
 
 SPEC = Path(__file__).parent.parent / "component_specs" / "launch_custom_job.yaml"
-PARENT = "projects/demo/locations/us-central1"
 TRAINER = """
 import json, os, sys, time
 spec = json.loads(os.environ["CLUSTER_SPEC"])

@@ -65,6 +65,19 @@ def test_size_reduction_server_component_resizes_a_planned_spec() -> None:
     assert "Reduction Server sizing" in Path(outputs["sizing_report"].path).read_text()
 
 
+def test_size_reduction_server_only_if_planned_keeps_a_spec_without_one() -> None:
+    """In the pipeline the sizing always runs and its spec is launched: a plan without a
+    Reduction Server passes through unchanged, whatever reducer machine type is given."""
+    size = components.load_component_from_file(str(SPECS / "size_reduction_server.yaml"))
+    spec = {
+        "workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1}]
+    }
+    task = size(custom_job_spec=spec, only_if_planned=True, reducer_machine_type="auto")
+    assert task.outputs["custom_job_spec"] == spec
+    assert task.outputs["replica_count"] == 0 and task.outputs["sizing"] == {}
+    assert "No Reduction Server is planned" in Path(task.outputs["sizing_report"].path).read_text()
+
+
 def test_plan_cluster_component_fails_on_a_bad_request() -> None:
     plan_cluster = components.load_component_from_file(str(SPECS / "plan_cluster.yaml"))
     with pytest.raises(RuntimeError):

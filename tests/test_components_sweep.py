@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fixtures.environments import share_environments
 from fixtures.runtime import vendored_runtime
+from fixtures.vertex import PARENT
 from kfp import components, local
 
 import trainpool.emulator as emulator
@@ -19,7 +20,6 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 ROOT = Path(__file__).parent.parent
 SPEC = ROOT / "component_specs" / "hyperparameter_sweep.yaml"
-PARENT = "projects/demo/locations/us-central1"
 PYTORCH_IMAGE = "us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest"
 STUDY = {
     "metrics": {"loss": "minimize"},

@@ -188,7 +188,7 @@ def test_a_push_to_a_repository_never_created_is_written_in_the_build_log(
 def test_a_cloud_build_push_logs_the_missing_repository_and_still_pushes(
     emu: emulator.Emulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trainpool.images import local_store
+    from trainpool.images import image_store
     from trainpool.images.service import build_image
 
     monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
@@ -206,4 +206,4 @@ def test_a_cloud_build_push_logs_the_missing_repository_and_still_pushes(
     assert f"repository {PARENT}/repositories/not-created was not created" in log
     assert 'name unknown: Repository "not-created" not found' in log
     assert "DONE" in log  # not failed: existing flows push without creating repositories
-    assert local_store.lookup(str(built.to_dict()["imageUri"]), emu.root) is not None
+    assert image_store.lookup(str(built.to_dict()["imageUri"]), emu.root) is not None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import grpc
 import pytest
 from fixtures.jobs import wait_job
 from fixtures.processes import alive
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from typer.testing import CliRunner
 
@@ -29,7 +29,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
 
-PARENT = "projects/demo/locations/us-central1"
 
 # Each replica records its pid, then loops; SIGTERM (the VM's shutdown notice) is recorded
 # before it exits, so the test sees the grace a preempted trainer gets.
@@ -65,11 +64,10 @@ def job(out: Path, strategy: str = "SPOT") -> dict[str, Any]:
 
 
 @pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
-    with emulator.start(tmp_path / "root") as running:
-        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
-        monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "demo")
-        yield running
+def emu(emu: emulator.Emulator, monkeypatch: pytest.MonkeyPatch) -> emulator.Emulator:
+    """The shared ``emu`` (tests/conftest.py), in project demo."""
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "demo")
+    return emu
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -18,7 +19,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
 
-PARENT = "projects/demo/locations/us-central1"
 MACHINE = {"machine_type": "n1-standard-4"}
 
 

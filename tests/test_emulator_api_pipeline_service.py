@@ -1,5 +1,5 @@
 """PipelineService's calls as the aiplatform SDK makes them: List with filters and order,
-BatchCancel, BatchDelete (Delete: tests/test_emulator_pipelines_runs.py).
+BatchCancel, BatchDelete (Delete: tests/test_emulator_pipeline_jobs_runs.py).
 
 What is asserted is what ``pipeline_service.proto`` (aiplatform v1) documents:
 ListPipelineJobsRequest.filter (``pipeline_name``, ``display_name`` with ``:`` wildcards,
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.pipelines import compile_fixture
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud import aiplatform
 from google.cloud.aiplatform import initializer, pipeline_jobs
@@ -30,7 +31,6 @@ from trainpool.vertex import clients
 
 pytestmark = pytest.mark.timeout(300)
 WHERE = {"project": "demo", "location": "us-central1"}
-PARENT = "projects/demo/locations/us-central1"
 
 
 @pytest.fixture(scope="module")

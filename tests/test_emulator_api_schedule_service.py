@@ -11,7 +11,6 @@ fire times are exact.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,10 @@ from google.protobuf import field_mask_pb2
 
 import trainpool.emulator as emulator
 from trainpool import config
-from trainpool.emulator.api.clock_service import AdvanceClockResponse, advance_clock
 from trainpool.emulator.records.database import Database
 from trainpool.emulator.state import CLOCK_OFFSET
+from trainpool.emulator_client import advance_clock
+from trainpool.emulator_client.messages import AdvanceClockResponse
 from trainpool.home import Home
 from trainpool.vertex import clients
 from trainpool.vertex.pipelines import Target, build_pipeline_job, build_schedule
@@ -47,11 +47,10 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
-    with emulator.start(tmp_path / "root") as running:
-        monkeypatch.setenv(config.EMULATOR_ENV, running.address)
-        advance_clock(running.address, to=BASE)
-        yield running
+def emu(emu: emulator.Emulator) -> emulator.Emulator:
+    """The shared ``emu`` (tests/conftest.py), its clock at :data:`BASE`."""
+    advance_clock(emu.address, to=BASE)
+    return emu
 
 
 def client() -> Any:
@@ -377,7 +376,7 @@ def test_fire_times_missed_while_no_emulator_ran_are_skipped(
     burst of runs for the time it was down; the schedule's log says how many it skipped."""
     schedule = create(tiny, "0 * * * *")
     root, offset = emu.root, emu.clock.offset_s
-    emu.stop()
+    emu.close()
     db = Database(Home(root).database)
     db.set_setting(CLOCK_OFFSET, repr(offset + 3.5 * 3600))  # 3.5 h pass while it is down
     db.close()

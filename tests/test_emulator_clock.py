@@ -6,25 +6,22 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 
 import trainpool.emulator as emulator
 from trainpool import config
-from trainpool.emulator.api.clock_service import advance_clock, get_time
 from trainpool.emulator.clock import Clock, parse_duration, parse_time
+from trainpool.emulator_client import advance_clock, get_time
 from trainpool.errors import InputError
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
-
-PARENT = "projects/demo/locations/us-central1"
 
 
 def test_the_clock_is_real_time_until_advanced_and_never_goes_back() -> None:
@@ -66,13 +63,6 @@ def test_bad_durations_and_times_say_what_is_accepted() -> None:
     assert parse_time("2026-12-01T04:00:00+01:00") == datetime(2026, 12, 1, 3, tzinfo=timezone.utc)
     with pytest.raises(ValueError, match="has no time zone; accepted: RFC 3339"):
         parse_time("2026-12-01T03:00:00")
-
-
-@pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Emulator]:
-    with emulator.start(tmp_path / "root") as running:
-        monkeypatch.setenv(config.EMULATOR_ENV, running.address)
-        yield running
 
 
 def sleeper(seconds: float, timeout: str = "") -> dict[str, Any]:
@@ -119,7 +109,7 @@ def test_timestamps_follow_the_clock_and_its_offset_outlives_a_restart(
     for stamp in (done.create_time, done.start_time, done.end_time, done.update_time):
         assert later - timedelta(seconds=30) < stamp <= later + timedelta(seconds=1)
     root, offset = emu.root, emu.clock.offset_s
-    emu.stop()
+    emu.close()
     with emulator.start(root) as again:
         monkeypatch.setenv(config.EMULATOR_ENV, again.address)
         assert again.clock.offset_s == offset

@@ -129,37 +129,23 @@ def test_the_sdk_pipeline_submit_checks_its_bucket_in_moments(
 
 
 def test_pipeline_job_submit_against_the_emulator_takes_moments(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sdk_emulator: emulator.Emulator,
 ) -> None:
     """``aiplatform.PipelineJob(...).submit()`` with both doors set: no minute of retries."""
     from google.cloud import aiplatform
-    from google.cloud.aiplatform import initializer
-    from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
-        PipelineServiceGrpcTransport,
-    )
 
-    from trainpool.vertex.clients import point_sdk_at_emulator
-
-    transport = PipelineServiceGrpcTransport
-    monkeypatch.setattr(transport, "create_channel", transport.__dict__["create_channel"])
-    for setting in ("_api_transport", "_api_endpoint", "_credentials", "_project", "_location"):
-        monkeypatch.setattr(initializer.global_config, setting, None)
     template = Path(__file__).resolve().parents[1] / "pipelines" / "distributed_training.yaml"
-    with emulator.start(tmp_path / "root") as emu:
-        assert emu.storage_address is not None
-        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
-        monkeypatch.setenv("STORAGE_EMULATOR_HOST", emu.storage_address)
-        point_sdk_at_emulator()
-        aiplatform.init(project="p", location="us-central1")
-        job = aiplatform.PipelineJob(
-            display_name="bucket-check",
-            template_path=str(template),
-            pipeline_root="gs://pipes-bkt/runs",
-            parameter_values={"cluster_request": "{}"},
-        )
-        started = time.monotonic()
-        job.submit(service_account="sa@p.iam.gserviceaccount.com")
-        elapsed = time.monotonic() - started
-        assert job.resource_name.startswith("projects/p/locations/us-central1/pipelineJobs/")
-        assert (emu.root / "gcs" / "pipes-bkt").is_dir()
-        assert elapsed < 5, f"PipelineJob.submit took {elapsed:.1f} s"
+    emu = sdk_emulator
+    aiplatform.init(project="p", location="us-central1")
+    job = aiplatform.PipelineJob(
+        display_name="bucket-check",
+        template_path=str(template),
+        pipeline_root="gs://pipes-bkt/runs",
+        parameter_values={"cluster_request": "{}"},
+    )
+    started = time.monotonic()
+    job.submit(service_account="sa@p.iam.gserviceaccount.com")
+    elapsed = time.monotonic() - started
+    assert job.resource_name.startswith("projects/p/locations/us-central1/pipelineJobs/")
+    assert (emu.root / "gcs" / "pipes-bkt").is_dir()
+    assert elapsed < 5, f"PipelineJob.submit took {elapsed:.1f} s"

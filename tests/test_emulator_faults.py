@@ -7,14 +7,13 @@ from concurrent import futures
 from pathlib import Path
 
 import pytest
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 
 import trainpool.emulator as emulator
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
-
-PARENT = "projects/demo/locations/us-central1"
 
 
 def test_a_delay_holds_up_each_call_not_the_whole_server(

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from fixtures.pipelines import compile_fixture
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hptj
@@ -27,12 +28,11 @@ from google.cloud.aiplatform_v1.types import training_pipeline as tp
 from google.protobuf import json_format
 
 import trainpool.emulator as emulator
-from trainpool.emulator import field_coverage
-from trainpool.emulator.pipelines.training import CUSTOM_TASK
+from trainpool.emulator import field_coverage, field_rules
+from trainpool.emulator.jobs.training_pipelines import CUSTOM_TASK
 from trainpool.vertex.clients import job_client, pipeline_client
 
 pytestmark = pytest.mark.timeout(120)
-PARENT = "projects/demo/locations/us-central1"
 POOL = {
     "replica_count": 1,
     "machine_spec": {"machine_type": "n1-standard-4"},
@@ -123,7 +123,7 @@ spec for the CustomJobSpec's); a study's entries replace parts of the study."""
 
 
 def sample(path: str) -> Any:
-    for spec in field_coverage.SPECS:
+    for spec in field_rules.SPECS:
         if path.startswith(spec + "."):
             return SAMPLES[path[len(spec) + 1 :]]
     return SAMPLES[path.split(".", 1)[1]]
@@ -229,7 +229,7 @@ def test_every_field_of_the_protos_is_applied_refused_logged_or_output() -> None
     unclassified = [f.path for f in fields if f.action == field_coverage.UNCLASSIFIED]
     assert not unclassified, unclassified
     paths = {f.path for f in fields}
-    assert not set(field_coverage.RULES) - paths  # no rule names a field the protos lack
+    assert not set(field_rules.RULES) - paths  # no rule names a field the protos lack
     # Vertex's output fields are the service's: web_access_uris among them
     assert (
         field_coverage.Field(
@@ -253,18 +253,18 @@ def test_a_field_the_emulator_does_not_apply_is_refused_or_logged(
     resource = field.path.split(".", 1)[0]
     message = request(pipeline, resource, field.path)
     last = field.path.rsplit(".", 1)[1]
-    if field.action == field_coverage.REFUSED:
+    if field.action == field_rules.REFUSED:
         with pytest.raises(exceptions.InvalidArgument) as err:
             create(emu, resource, message)
         assert last in err.value.message or camel(last) in err.value.message
         return
     made, log = create(emu, resource, message)
-    # a study's fields are said by the sweep in the study's words (sweeps/study_fields.py)
+    # a study's fields are said by the sweep in the study's words (sweeps/unapplied_study_fields.py)
     line = (
         f"studySpec.{camel(field.path.split('study_spec.', 1)[1])}".replace(
             ".metrics.", ".metrics[0]."
         )
-        if field.why.startswith("sweeps/study_fields.py")
+        if field.why.startswith("sweeps/unapplied_study_fields.py")
         else f"{field.path} is not applied by the emulator: {field.why}"
     )
     deadline = time.monotonic() + 20

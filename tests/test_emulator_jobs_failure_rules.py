@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -22,7 +23,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(90)
 
-PARENT = "projects/demo/locations/us-central1"
 
 # Each start appends its task and its own host:port to <out>/<replica>.starts; the first
 # --fail-times starts exit --code (or kill themselves with --signal), later ones sleep

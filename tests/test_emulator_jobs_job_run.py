@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -24,8 +25,6 @@ import trainpool.emulator as emulator
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(90)
-
-PARENT = "projects/demo/locations/us-central1"
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -24,7 +25,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
 
-PARENT = "projects/demo/locations/us-central1"
 from trainpool.redirect import SITE  # noqa: E402
 
 SENTINELS = {
@@ -107,7 +107,7 @@ WRITE_GCS = (
 )
 
 
-def test_a_replica_writes_under_gcs_into_the_local_store(client: Any, tmp_path: Path) -> None:
+def test_a_replica_writes_under_gcs_into_the_store(client: Any, tmp_path: Path) -> None:
     mount = gcs_mount.mount()
     if mount.why:
         pytest.skip(f"/gcs is not available on this machine: {mount.why}")

@@ -9,23 +9,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.environments import share_environments
 from fixtures.jobs import wait_job
 from google.cloud import aiplatform
-from google.cloud.aiplatform import initializer, training_jobs
-from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
-from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
-    PipelineServiceGrpcTransport,
-)
+from google.cloud.aiplatform import training_jobs
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
-import trainpool.emulator as emulator
-from trainpool.vertex.clients import job_client, point_sdk_at_emulator
+from trainpool.vertex.clients import job_client
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 XGBOOST = "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-1:latest"
@@ -37,18 +30,11 @@ print("humanize says", humanize.intcomma(1234567), "with xgboost", xgboost.__ver
 
 
 @pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for transport in (JobServiceGrpcTransport, PipelineServiceGrpcTransport):
-        monkeypatch.setattr(transport, "create_channel", transport.__dict__["create_channel"])
-    for setting in ("_api_transport", "_api_endpoint", "_credentials"):
-        monkeypatch.setattr(initializer.global_config, setting, None)
+def emu(tmp_path: Path, sdk_emulator: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The SDK pointed at a fresh emulator (``sdk_emulator``), with bucket ``bkt``."""
     monkeypatch.setattr(training_jobs, "_JOB_WAIT_TIME", 0.5)
-    with emulator.start(share_environments(tmp_path / "root"), storage=True) as running:
-        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
-        monkeypatch.setenv("STORAGE_EMULATOR_HOST", running.storage_address)
-        (tmp_path / "root/gcs/bkt").mkdir(parents=True)
-        point_sdk_at_emulator()
-        yield running
+    (tmp_path / "root/gcs/bkt").mkdir(parents=True)
+    return sdk_emulator
 
 
 def test_sdk_requirements_are_installed_with_the_package(emu: Any, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -28,7 +29,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
 
-PARENT = "projects/demo/locations/us-central1"
 QUEUED, RUNNING = JobState.JOB_STATE_QUEUED, JobState.JOB_STATE_RUNNING
 INTEGERS = {"min_value": 1, "max_value": 2}
 

@@ -17,42 +17,29 @@ import os
 import site
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud import aiplatform
-from google.cloud.aiplatform import initializer, jobs
-from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
+from google.cloud.aiplatform import jobs
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
-import trainpool.emulator as emulator
 from trainpool.emulator.jobs import gcs_mount
-from trainpool.vertex.clients import job_client, point_sdk_at_emulator
+from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(180)
-PARENT = "projects/demo/locations/us-central1"
 PACKAGE = "hello_pristine"
 
 
 @pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setattr(
-        JobServiceGrpcTransport,
-        "create_channel",
-        JobServiceGrpcTransport.__dict__["create_channel"],
-    )
-    for setting in ("_api_transport", "_api_endpoint", "_credentials"):
-        monkeypatch.setattr(initializer.global_config, setting, None)
+def emu(tmp_path: Path, sdk_emulator: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The SDK pointed at a fresh emulator (``sdk_emulator``), with bucket ``bkt``."""
     monkeypatch.setattr(jobs, "_JOB_WAIT_TIME", 0.5)
-    with emulator.start(tmp_path / "root", storage=True) as running:
-        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
-        monkeypatch.setenv("STORAGE_EMULATOR_HOST", running.storage_address)
-        (tmp_path / "root/gcs/bkt").mkdir(parents=True)
-        point_sdk_at_emulator()
-        yield running
+    (tmp_path / "root/gcs/bkt").mkdir(parents=True)
+    return sdk_emulator
 
 
 def wheel(folder: Path) -> Path:

@@ -1,4 +1,7 @@
-"""run_replicas on real processes: nothing of a job is left running, whatever ends it."""
+"""ReplicaRun on real processes: nothing of a job is left running, whatever ends it.
+
+``run_replicas`` drives one run to its end in the calling thread, as the job engine drives
+it on its pool (begin, then step whenever a replica exits or a control is set)."""
 
 from __future__ import annotations
 
@@ -7,15 +10,22 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED
+from trainpool.emulator.faults.config import KillFault
+from trainpool.emulator.jobs.controls import Controls, Flag, Stop
+from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED, RetryPolicy
+from trainpool.emulator.jobs.outcomes import Outcome
 from trainpool.emulator.jobs.processes import Launch, Replica
-from trainpool.emulator.jobs.replicas import Outcome, Stop, run_replicas
+from trainpool.emulator.jobs.replicas import ReplicaRun
 
 pytestmark = pytest.mark.timeout(60)
+
+POLL_S = 0.05
+"""How often the driver looks at controls that cannot wake it (plain Events)."""
 
 SLEEPER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)"
 
@@ -88,3 +98,57 @@ def test_a_job_stopped_before_its_replicas_start_starts_none(tmp_path: Path) -> 
     )
     assert outcome == Outcome("CANCELLED", CODE_CANCELLED, "stopped early")
     assert not (tmp_path / "workerpool0-0.log").exists()
+
+
+def run_replicas(
+    launches: list[Launch],
+    *,
+    cancel: threading.Event,
+    policy: RetryPolicy | None = None,
+    timeout_s: float | None = None,
+    on_started: Callable[[list[Replica]], None] = lambda _: None,
+    on_running: Callable[[], None] = lambda: None,
+    note: Callable[[str], None] = lambda _: None,
+    kill: KillFault | None = None,
+    preempt: threading.Event | None = None,
+    stop: Stop | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Outcome:
+    """Start every launch, watch, restart and stop them, and say how the run ended, in the
+    calling thread.
+
+    ``on_started`` gets every set of processes started (first start and restarts);
+    ``on_running`` is called once, when every replica has started; ``preempt`` set ends
+    the run preempted; ``stop`` set ends it CANCELLED with its reason; ``timeout_s`` is
+    measured with ``clock``. Whatever ends the run
+    (an outcome, a start that fails, a callback raising), no replica is left running; a
+    run cancelled before it starts starts nothing.
+    """
+    controls = Controls(cancel, preempt or Flag(), stop or Stop())  # type: ignore[arg-type]
+    changed = threading.Event()
+    run = ReplicaRun(
+        launches,
+        controls,
+        policy=policy,
+        timeout_s=timeout_s,
+        on_started=on_started,
+        note=note,
+        kill=kill,
+        wake=changed.set,
+        clock=clock,
+    )
+    try:
+        outcome = run.begin()
+        if outcome is not None:
+            return outcome
+        on_running()
+        while True:
+            changed.clear()
+            outcome = run.step()
+            if outcome is not None:
+                return outcome
+            due = run.next_wake()
+            wait = POLL_S if due is None else min(POLL_S, max(0.0, due - time.monotonic()))
+            changed.wait(wait)
+    finally:
+        run.close()

@@ -49,7 +49,7 @@ def test_a_stop_sent_right_after_the_start_lands(tmp_path: Path) -> None:
     for _ in range(5):
         replica = spawner.start(launch(tmp_path, "sleep", "30"))
         began = time.monotonic()
-        processes.stop([replica], grace_s=5)
+        processes.terminate([replica], grace_s=5)
         assert time.monotonic() - began < 2 and replica.exit_status() == 143
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -23,8 +24,6 @@ from trainpool.emulator.jobs import engine, processes
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
-
-PARENT = "projects/demo/locations/us-central1"
 
 
 def job(name: str, command: list[str]) -> dict[str, Any]:
@@ -137,7 +136,7 @@ def test_a_job_cancelled_while_its_replicas_restart_starts_none_again(
         client = job_client("us-central1")
         held = client.create_custom_job(parent=PARENT, custom_job=restarting(out, go, 0))
         deadline = time.monotonic() + 60
-        log = running.runner.files(held.name).log
+        log = running.manager.files(held.name).log
         while "restarting every replica" not in (log.read_text() if log.exists() else ""):
             assert time.monotonic() < deadline, "the worker never failed"
             time.sleep(0.05)

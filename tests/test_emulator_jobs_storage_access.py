@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -19,7 +20,6 @@ from trainpool.emulator.jobs.storage_access import NO_DOOR_NOTE, storage_env
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
-PARENT = "projects/demo/locations/us-central1"
 
 # What trainers written for Vertex do: the client library with no arguments, the Cloud SDK.
 TRAINER = """

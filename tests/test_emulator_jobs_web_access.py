@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -26,7 +27,6 @@ from trainpool.emulator.jobs import web_access
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
-PARENT = "projects/demo/locations/us-central1"
 
 
 @pytest.fixture

@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
 from trainpool.emulator.jobs import gcs_mount
 from trainpool.emulator.jobs.workdirs import Workdir, relocate
-from trainpool.images import builder, local_store
-from trainpool.images.local_backend import StoreBackend
+from trainpool.images import builder, image_store
+from trainpool.images.image_store_backend import StoreBackend
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
-PARENT = "projects/demo/locations/us-central1"
 
 # Writes ./tmp/who (as the DDP sample's ./tmp folders), waits for the others, reads it back;
 # on its first start it leaves ./scratch behind and fails (exit 3: restarted).
@@ -74,7 +74,7 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def test_replicas_of_an_image_work_apart_and_never_in_the_stored_image(
     client: Any, image: str, tmp_path: Path
 ) -> None:
-    stored = local_store.lookup(image, tmp_path / "root")
+    stored = image_store.lookup(image, tmp_path / "root")
     assert stored is not None
     out = tmp_path / "out"
     out.mkdir()

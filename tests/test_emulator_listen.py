@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from fixtures.vertex import PARENT
 
 import trainpool.emulator as emulator
 from trainpool.emulator import listen
@@ -20,7 +21,6 @@ from trainpool.home import Home
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
-PARENT = "projects/demo/locations/us-central1"
 CONNECT = (
     "import socket, sys\n"
     "s = socket.socket(socket.AF_UNIX)\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from fixtures.jobs import wait_job
 from fixtures.other_user import NOBODY, SYSTEM_PYTHON, as_another_user, shared_folder
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -22,7 +23,6 @@ from trainpool.home import Home
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(90)
-PARENT = "projects/demo/locations/us-central1"
 SECRET_ENV = "API_KEY"
 SECRET_VALUE = "sk-not-for-nobody-1234"
 

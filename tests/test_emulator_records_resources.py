@@ -133,6 +133,7 @@ def test_a_store_kept_before_a_kind_indexed_its_times_is_indexed_again(tmp_path:
     from google.cloud.aiplatform_v1.types import pipeline_job as pj
 
     from trainpool.emulator.records.kinds import PIPELINE_JOBS
+    from trainpool.emulator.records.migrate import reindex
 
     records = Records(Database(tmp_path / "db.sqlite"))
     job = pj.PipelineJob(name="projects/p/locations/us-central1/pipelineJobs/a")
@@ -142,7 +143,7 @@ def test_a_store_kept_before_a_kind_indexed_its_times_is_indexed_again(tmp_path:
         conn.execute("DELETE FROM resource_fields")
     parent = "projects/p/locations/us-central1"
     assert records.page(PIPELINE_JOBS, parent, filter='create_time>"2000-01-01T00:00:00Z"')[0] == []
-    assert records.reindex(PIPELINE_JOBS) == 1
+    assert reindex(records, PIPELINE_JOBS) == 1
     found, _ = records.page(PIPELINE_JOBS, parent, filter='create_time>"2000-01-01T00:00:00Z"')
     assert [j.name for j in found] == [job.name]
-    assert records.reindex(PIPELINE_JOBS) == 0
+    assert reindex(records, PIPELINE_JOBS) == 0

@@ -25,6 +25,7 @@ import pytest
 from fixtures.jobs import wait_job
 from fixtures.other_user import NOBODY, SYSTEM_PYTHON, as_another_user
 from fixtures.pipelines import compile_fixture
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -32,7 +33,6 @@ from trainpool.vertex.clients import job_client, schedule_client
 from trainpool.vertex.pipelines import Target, build_pipeline_job, build_schedule
 
 pytestmark = pytest.mark.timeout(120)
-PARENT = "projects/demo/locations/us-central1"
 HOST = "us-central1-aiplatform.googleapis.com"
 POOL = {
     "machineSpec": {"machineType": "n1-standard-4"},

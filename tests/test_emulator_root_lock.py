@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -15,7 +16,6 @@ from trainpool.emulator import root_lock
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
-PARENT = "projects/demo/locations/us-central1"
 
 
 def sleeper() -> dict[str, object]:

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from fixtures.host_image import HOST_IMAGE, host_image
+from fixtures.host_image import HOST_IMAGE
 from google.cloud import aiplatform
 from google.cloud.aiplatform import hyperparameter_tuning as hpt
-from google.cloud.aiplatform import initializer, jobs
-from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
-from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
-    PipelineServiceGrpcTransport,
-)
-from google.cloud.aiplatform_v1.services.schedule_service.transports import (
-    ScheduleServiceGrpcTransport,
-)
+from google.cloud.aiplatform import jobs
 
 import trainpool.emulator as emulator
-from trainpool.vertex.clients import point_sdk_at_emulator
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -37,22 +28,11 @@ hypertune.HyperTune().report_hyperparameter_tuning_metric("loss", (args.x - 2) *
 
 
 @pytest.fixture
-def sdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    for transport in (
-        JobServiceGrpcTransport,
-        PipelineServiceGrpcTransport,
-        ScheduleServiceGrpcTransport,
-    ):
-        monkeypatch.setattr(transport, "create_channel", transport.__dict__["create_channel"])
-    for setting in ("_api_transport", "_api_endpoint", "_credentials"):
-        monkeypatch.setattr(initializer.global_config, setting, None)
+def sdk(tmp_path: Path, sdk_emulator: emulator.Emulator, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The SDK as a notebook calls it, against a fresh emulator (``sdk_emulator``)."""
     monkeypatch.setattr(jobs, "_JOB_WAIT_TIME", 0.2)
     (tmp_path / "trainer.py").write_text(TRAINER)
-    with emulator.start(tmp_path / "root") as emu:
-        host_image(emu.root)
-        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
-        point_sdk_at_emulator()
-        yield tmp_path
+    return tmp_path
 
 
 def pools(tmp_path: Path, workers: int) -> list[dict[str, object]]:
@@ -133,7 +113,7 @@ def test_pipeline_job_schedule_create_pause_update_resume_wait_list_jobs(sdk: Pa
     from fixtures.pipelines import compile_fixture
 
     from trainpool.config import EMULATOR_ENV
-    from trainpool.emulator.api.clock_service import advance_clock
+    from trainpool.emulator_client import advance_clock
 
     state = aiplatform.gapic.Schedule.State
     job = aiplatform.PipelineJob(

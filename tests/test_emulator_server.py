@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -19,7 +20,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
 
-PARENT = "projects/demo/locations/us-central1"
 SLEEPER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
 
 

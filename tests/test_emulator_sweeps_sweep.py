@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -21,7 +22,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
-PARENT = "projects/demo/locations/us-central1"
 
 TRAINER = """
 import argparse, json, os, time

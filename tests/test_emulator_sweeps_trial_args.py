@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
 from trainpool.emulator.sweeps.trial_args import format_value, integer_valued, trial_spec
 from trainpool.vertex.clients import job_client
 
-PARENT = "projects/demo/locations/us-central1"
 STUDY = [
     {"parameterId": "batch", "discreteValueSpec": {"values": [16, 32.0]}},
     {"parameterId": "lr", "discreteValueSpec": {"values": [0.5, 1.0]}},

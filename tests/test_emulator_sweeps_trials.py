@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from typer.testing import CliRunner
@@ -30,7 +31,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(60)
 
-PARENT = "projects/demo/locations/us-central1"
 Trial = study_types.Trial
 
 # Reports score = units * step for steps 1..3, then fails if --units equals --fail_units.

@@ -18,6 +18,7 @@ import pytest
 from fixtures.environments import share_environments
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
@@ -25,7 +26,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
 
-PARENT = "projects/demo/locations/us-central1"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "vertex_style"
 MACHINE = {"machine_type": "n1-standard-4"}
 

@@ -6,8 +6,8 @@ import pytest
 
 from trainpool.cluster_env.gcs import GcsUriError, to_path
 from trainpool.cluster_env.parse import EnvError
-from trainpool.emulator.jobs.launches import LaunchError
 from trainpool.emulator.jobs.packages import PackageError
+from trainpool.emulator.jobs.programs import LaunchError
 from trainpool.errors import InputError, Problem
 from trainpool.images.secrets import CredentialInContext
 from trainpool.images.sources import UnsafeArchive

@@ -16,25 +16,13 @@ import os
 import subprocess
 import sys
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.environments import share_environments
 from google.cloud import aiplatform
 from google.cloud.aiplatform import hyperparameter_tuning as hpt
-from google.cloud.aiplatform import initializer, jobs, training_jobs
-from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
-from google.cloud.aiplatform_v1.services.model_service.transports import (
-    ModelServiceGrpcTransport,
-)
-from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
-    PipelineServiceGrpcTransport,
-)
-
-import trainpool.emulator as emulator
-from trainpool.vertex.clients import point_sdk_at_emulator
+from google.cloud.aiplatform import jobs, training_jobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -44,23 +32,11 @@ XGBOOST_IMAGE = "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-1:latest"
 
 
 @pytest.fixture
-def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """The emulator with its Cloud Storage door, the SDK pointed at it."""
-    for transport in (
-        JobServiceGrpcTransport,
-        PipelineServiceGrpcTransport,
-        ModelServiceGrpcTransport,
-    ):
-        monkeypatch.setattr(transport, "create_channel", transport.__dict__["create_channel"])
-    for setting in ("_api_transport", "_api_endpoint", "_credentials"):
-        monkeypatch.setattr(initializer.global_config, setting, None)
+def emu(sdk_emulator: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The emulator with its Cloud Storage door, the SDK pointed at it (``sdk_emulator``)."""
     monkeypatch.setattr(jobs, "_JOB_WAIT_TIME", 0.5)
     monkeypatch.setattr(training_jobs, "_JOB_WAIT_TIME", 0.5)
-    root = share_environments(tmp_path / "root")
-    with emulator.start(root, storage=True) as running:
-        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", running.address)
-        point_sdk_at_emulator()
-        yield running
+    return sdk_emulator
 
 
 def put(root: Path, uri: str, data: bytes) -> None:
@@ -231,7 +207,9 @@ def test_pytorch_ddp_gloo_custom_container_runs_on_four_replicas(emu: Any) -> No
     ]
     assert list((out / "checkpoints").iterdir()) == []  # the chief removed its checkpoint
     assert not (out / "model").exists()  # the sample saves a model only in local mode
-    stored = sorted(p.name for p in next((root / "images").glob("*/context")).iterdir())
+    stored = sorted(
+        p.name for p in (root / "images" / built.rsplit(":", 1)[1] / "context").iterdir()
+    )
     assert stored == ["Dockerfile", "requirements.txt", "task.py"]
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types import job_service as js
 from google.cloud.aiplatform_v1.types import model_service as ms
@@ -35,7 +36,7 @@ from typer.testing import CliRunner
 
 import trainpool.emulator as emulator
 from trainpool.cli import app
-from trainpool.emulator.pipelines.training import CUSTOM_TASK
+from trainpool.emulator.jobs.training_pipelines import CUSTOM_TASK
 from trainpool.errors import InputError
 from trainpool.plan import PlanError, plan_cluster
 from trainpool.plan.label_rules import label_problems
@@ -211,7 +212,6 @@ def test_labels_are_accepted_exactly_when_the_documented_rule_says(
 
 # ---------------------------------------------------------------- the emulator's API
 
-PARENT = "projects/demo/locations/us-central1"
 POOL = {
     "replica_count": 1,
     "machine_spec": {"machine_type": "n1-standard-4"},
@@ -527,7 +527,7 @@ def test_an_emulator_fault_is_internal_without_its_text(
 
 
 def test_studies_read_a_missing_bound_as_zero() -> None:
-    from trainpool.plan.study import validate_study
+    from trainpool.plan.study_rules import validate_study
     from trainpool.spec.study import from_study_spec
 
     spec = {

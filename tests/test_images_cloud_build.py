@@ -17,8 +17,8 @@ from google.cloud.devtools.cloudbuild_v1 import types
 
 import trainpool.emulator as emulator
 from trainpool.emulator import Faults
-from trainpool.emulator.builds.local_builds import HOLD_ENV
-from trainpool.images import builder, local_store
+from trainpool.emulator.builds.build_runs import HOLD_ENV
+from trainpool.images import builder, image_store
 from trainpool.images.cloud_build import MARKERS, cloud_build_client
 from trainpool.images.service import build_image
 
@@ -75,7 +75,7 @@ def test_build_pushes_then_skips_the_cached_rebuild(tmp_path: Path, emu: emulato
     assert [(i.name, i.digest) for i in build.results.images] == [(f"{REPO}:{tag}", digest)]
     assert build.steps[0].args == ["build", "--tag", f"{REPO}:{tag}", "."]
     # "pushed": the emulator can now run a job from that image
-    image = local_store.lookup(str(first["imageUri"]), emu.root)
+    image = image_store.lookup(str(first["imageUri"]), emu.root)
     assert image is not None and image.argv() == [str(image.python), "train.py"]
 
     lines.clear()
@@ -230,7 +230,7 @@ def test_a_build_cancelled_while_working_pushes_nothing(
     build = backend.client.get_build(project_id=PROJECT, id=build_id)
     assert build.status == types.Build.Status.CANCELLED
     assert list(build.results.images) == []
-    assert local_store.lookup(image, emu.root) is None
+    assert image_store.lookup(image, emu.root) is None
     assert "build ended CANCELLED while it ran: nothing pushed" in log.read_text()
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainpool.images import local_store
+from trainpool.images import image_store
 from trainpool.images.service import build_image
 
 STAND_IN = """#!/bin/sh
@@ -54,7 +54,7 @@ def test_with_docker_running_a_local_build_goes_to_the_store_the_emulator_runs(
 ) -> None:
     result = build_image(trainer, backend=backend, root=tmp_path / "root", log=lambda _: None)
     assert result.backend == "local-store"
-    assert local_store.lookup(result.image_uri, tmp_path / "root") is not None
+    assert image_store.lookup(result.image_uri, tmp_path / "root") is not None
     assert not docker_on_path.exists() or "build" not in docker_on_path.read_text()
 
 
@@ -84,7 +84,7 @@ def test_image_repo_tag_is_tagged_in_the_store_and_by_docker(
         trainer, image_uri="local/demo:latest", root=tmp_path / "root", log=lambda _: None
     )
     assert local.image_uri == f"local/demo:latest@sha256:{local.digest}"
-    assert local_store.lookup("local/demo:latest", tmp_path / "root") is not None
+    assert image_store.lookup("local/demo:latest", tmp_path / "root") is not None
     docker = build_image(
         trainer,
         image_uri="local/demo:v2",

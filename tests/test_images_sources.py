@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
-from trainpool.images import local_store, sources, storage
+from trainpool.images import image_store, sources, storage
 from trainpool.images.service import build_image
 
 ROOT_URI = "gs://pipes/root"
@@ -141,7 +141,7 @@ def test_a_planted_object_at_the_content_address_is_replaced_and_never_runs(
 
     home = tmp_path / "home"
     built = build_image(uri, backend="local", root=home, log=lambda _: None)
-    image = local_store.lookup(built.image_uri, home)
+    image = image_store.lookup(built.image_uri, home)
     assert image is not None
     ran = subprocess.run(
         [str(image.python), "-m", "trainer.task"],

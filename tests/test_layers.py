@@ -1,4 +1,4 @@
-"""The layer table of docs/internals.md is the contract: every import obeys it.
+"""The layer table of docs/contributing/internals.md is the contract: every import obeys it.
 
 An import is any of: ``import``/``from`` statements (module level or inside a function),
 ``importlib.import_module("trainpool...")``, and Python run from a string
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "internals.md"
+DOC = ROOT / "docs" / "contributing" / "internals.md"
 STDLIB_ONLY = ("errors", "config", "signals", "home", "cluster_env", "runtime", "redirect")
 _IN_STRING = re.compile(r"(?:from|import)\s+(trainpool(?:\.\w+)*)|-m\s+(trainpool(?:\.\w+)*)")
 
@@ -139,7 +139,7 @@ def test_the_contract_catches_a_climbing_import(tmp_path: Path) -> None:
         "cluster_env",
         "errors",
     }
-    assert allowed["errors"] == {"errors"} and "kfprun" in allowed["emulator"]
+    assert allowed["errors"] == {"errors"} and "kfp_local" in allowed["emulator"]
     assert "vertex" not in allowed["images"] and "emulator" not in allowed["vertex"]
 
 
@@ -213,13 +213,13 @@ def test_a_circle_and_a_string_import_are_caught(tmp_path: Path) -> None:
         "import importlib\n"
         "CODE = 'from trainpool.cli import main; main()'\n"
         "def f():\n"
-        "    importlib.import_module('trainpool.localrun.runner')\n"
-        "    return ['python', '-m', 'trainpool.kfprun.command']\n",
+        "    importlib.import_module('trainpool.emulated.pipeline_run')\n"
+        "    return ['python', '-m', 'trainpool.kfp_local.command']\n",
         encoding="utf-8",
     )
     assert sorted(module for _, module, _ in imports(source)) == [
         "importlib",
         "trainpool.cli",
-        "trainpool.kfprun.command",
-        "trainpool.localrun.runner",
+        "trainpool.emulated.pipeline_run",
+        "trainpool.kfp_local.command",
     ]

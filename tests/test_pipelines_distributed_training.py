@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pipelines.distributed_training import CLUSTER_KNOBS, SIZING_KNOBS
 from trainpool import compiling, emulator
 from trainpool.config import EMULATOR_ENV
-from trainpool.localrun.runner import run_local
+from trainpool.emulated.pipeline_run import run_local
 from trainpool.vertex.clients import job_client
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,6 +89,34 @@ def test_knobs_are_typed_parameters_and_training_tasks_never_cache() -> None:
     assert caching["hyperparameter-sweep"] is False
     assert caching["launch-custom-job"] is False
     assert caching["plan-cluster"] is True
+
+
+def test_the_launched_spec_is_the_sized_one_and_each_knob_is_its_components() -> None:
+    """plan → size → launch: the job launched (or swept) is size_reduction_server's spec,
+    not the plan's; every knob has its component's type and default (declared once)."""
+    spec = yaml.safe_load(PIPELINE.read_text())
+    tasks: dict = {}
+    for component in [spec["root"], *spec["components"].values()]:
+        tasks.update(component.get("dag", {}).get("tasks", {}))
+    for name in ("launch-custom-job", "hyperparameter-sweep"):
+        given = tasks[name]["inputs"]["parameters"]["custom_job_spec"]
+        producer = given.get("taskOutputParameter") or {}
+        channel = given.get("componentInputParameter", "")
+        assert producer.get("producerTask") == "size-reduction-server" or channel.startswith(
+            "pipelinechannel--size-reduction-server-custom_job_spec"
+        ), given
+    sizing = tasks["size-reduction-server"]["inputs"]["parameters"]
+    assert sizing["custom_job_spec"]["taskOutputParameter"]["producerTask"] == "plan-cluster"
+    assert "triggerPolicy" not in tasks["size-reduction-server"]  # it always runs
+    inputs = spec["root"]["inputDefinitions"]["parameters"]
+    for component, knobs in (
+        ("plan_cluster", CLUSTER_KNOBS),
+        ("size_reduction_server", SIZING_KNOBS),
+    ):
+        own = yaml.safe_load((ROOT / "component_specs" / f"{component}.yaml").read_text())
+        declared = own["root"]["inputDefinitions"]["parameters"]
+        for knob in knobs:
+            assert inputs[knob] == declared[knob], (component, knob)
 
 
 @pytest.fixture
@@ -340,17 +369,17 @@ def test_a_preempted_spot_job_retries_resumes_from_its_checkpoint_and_succeeds(
 def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
     tmp_path: Path, own_emulator: None
 ) -> None:
-    """The README's rehearsal: `trainpool submit --schedule` the checked-in pipeline nightly,
-    `trainpool clock advance` seven nights, `trainpool jobs preempt` night 3's SPOT job while
-    it trains. Seven PipelineJobs, seven model directories; night 3 retried and resumed
-    from its checkpoint; night 4 came due while night 3 still ran, so it was queued
+    """The rehearsal of docs/guides/pipeline.md: `trainpool submit --schedule` the checked-in
+    pipeline nightly, `trainpool clock advance` seven nights, `trainpool jobs preempt` night 3's
+    SPOT job while it trains. Seven PipelineJobs, seven model directories; night 3 retried and
+    resumed from its checkpoint; night 4 came due while night 3 still ran, so it was queued
     (--allow-queueing) and started when night 3 ended; `trainpool schedule runs` shows it."""
     from typer.testing import CliRunner
 
     from trainpool.cli import app
     from trainpool.config import HOME_ENV
-    from trainpool.emulator.pipelines.runs import run_id
-    from trainpool.kfprun.execute import RUN_LABEL
+    from trainpool.emulator.pipeline_jobs.runs import run_id
+    from trainpool.kfp_local.execute import RUN_LABEL
     from trainpool.vertex.schedules import runs
 
     def cli(*args: str) -> str:

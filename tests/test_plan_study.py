@@ -7,7 +7,7 @@ import json
 import pytest
 from google.cloud.aiplatform_v1.types import StudySpec
 
-from trainpool.plan.study import PlanError, validate_study
+from trainpool.plan.study_rules import PlanError, validate_study
 from trainpool.spec import to_rest
 
 LR = {"parameterId": "lr", "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1}}

@@ -19,7 +19,7 @@ import pytest
 from fixtures.shell import gcloud, needs_gcloud, ok
 
 import trainpool.emulator as emulator
-from trainpool.images import local_store
+from trainpool.images import image_store
 
 pytestmark = [pytest.mark.timeout(300), needs_gcloud]
 REGION = "--region=us-central1"
@@ -74,10 +74,10 @@ def created_id(output: str) -> str:
     return output.strip().splitlines()[-1].rsplit("/", 1)[1]
 
 
-def test_builds_submit_tag_builds_the_image_into_the_local_store(
+def test_builds_submit_tag_builds_the_image_into_the_local_image_store(
     emu: emulator.Emulator, image: str
 ) -> None:
-    found = local_store.lookup(image, emu.root)
+    found = image_store.lookup(image, emu.root)
     assert found is not None, "pushed where a job naming it finds it"
     assert found.entrypoint == ["python3", "task.py"]
     builds = json.loads(ok(gcloud(emu, "builds", "list", "--format=json")))
@@ -99,7 +99,7 @@ def test_builds_submit_config_runs_a_cloudbuild_yaml(
             emu, "builds", "submit", "--config", str(tmp_path / "cloudbuild.yaml"), str(tmp_path)
         )
     )
-    found = local_store.lookup("us-central1-docker.pkg.dev/demo/trainers/other:2", emu.root)
+    found = image_store.lookup("us-central1-docker.pkg.dev/demo/trainers/other:2", emu.root)
     assert found is not None and found.env.get("STAGE") == "config"
 
 

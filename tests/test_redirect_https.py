@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 from fixtures.shell import GSUTIL, exec_env, ok, run
+from fixtures.vertex import PARENT
 
 import trainpool.emulator as emulator
 
 pytestmark = pytest.mark.timeout(240)
 CURL = shutil.which("curl")
-PARENT = "projects/demo/locations/us-central1"
 needs_curl = pytest.mark.skipif(CURL is None, reason="curl is not installed")
 needs_gsutil = pytest.mark.skipif(
     GSUTIL is None, reason="gsutil (Google Cloud CLI) is not installed"

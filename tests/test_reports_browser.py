@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
 from playwright.sync_api import Page, sync_playwright
 from typer.testing import CliRunner
 
@@ -25,7 +26,6 @@ from trainpool.vertex.clients import job_client
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 CHROMIUM = "/usr/bin/chromium"
-PARENT = "projects/demo/locations/us-central1"
 TRAINER = """
 import argparse, sys
 from trainpool.runtime.hypertune import report_metric

@@ -8,7 +8,7 @@ from trainpool.cluster_env.gcs import GcsUriError
 from trainpool.runtime.gcs import local_path
 
 
-def test_vertex_mount_and_local_store() -> None:
+def test_vertex_mount_and_the_stores_gcs_folder() -> None:
     assert local_path("gs://bkt/runs/3/model/", {}) == "/gcs/bkt/runs/3/model/"
     assert local_path("gs://bkt", {}) == "/gcs/bkt/"
     local = {"TRAINPOOL_GCS_ROOT": "/home/u/.trainpool/gcs"}

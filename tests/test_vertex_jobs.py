@@ -1,4 +1,4 @@
-"""JobRunner against the emulator over real gRPC: re-attach, label recovery, faults, signals."""
+"""JobLauncher against the emulator over real gRPC: re-attach, label recovery, faults, signals."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.vertex import PARENT
 
 import trainpool.emulator as emulator
 from trainpool.vertex import jobs, labels, resources, retry
@@ -20,7 +21,6 @@ from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
 
-PARENT = "projects/demo/locations/us-central1"
 FAST = retry.Backoff(initial=0.05, maximum=0.2, attempts=12)
 POLL = jobs.Poll(initial=0.2, maximum=0.5)
 
@@ -45,9 +45,9 @@ def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Em
         yield running
 
 
-def runner(log: list[str] | None = None) -> jobs.JobRunner:
+def job_launcher(log: list[str] | None = None) -> jobs.JobLauncher:
     sink = log.append if log is not None else print
-    return jobs.JobRunner(
+    return jobs.JobLauncher(
         jobs.CUSTOM_JOB, project="demo", location="us-central1", backoff=FAST, poll=POLL, log=sink
     )
 
@@ -61,7 +61,7 @@ def test_run_creates_writes_gcp_resources_and_follows_to_success(
 ) -> None:
     out = tmp_path / "gcp_resources"
     log: list[str] = []
-    final = runner(log).run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "77")), str(out), "77")
+    final = job_launcher(log).run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "77")), str(out), "77")
     name = final.name
     assert jobs.state_name(final) == "JOB_STATE_SUCCEEDED"
     assert json.loads(out.read_text()) == {
@@ -86,7 +86,7 @@ def test_existing_gcp_resources_re_attaches_without_creating(
     )
     out = tmp_path / "gcp_resources"
     resources.write(out, "CustomJob", first.name, "us-central1")
-    final = runner().run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "5")), str(out), "5")
+    final = job_launcher().run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "5")), str(out), "5")
     assert final.name == first.name
     assert [j.name for j in all_jobs()] == [first.name]
 
@@ -99,7 +99,9 @@ def test_job_labelled_with_the_task_is_found_after_a_crash_before_gcp_resources(
     )
     out = tmp_path / "gcp_resources"
     log: list[str] = []
-    final = runner(log).run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "task-9")), str(out), "task-9")
+    final = job_launcher(log).run(
+        jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "task-9")), str(out), "task-9"
+    )
     assert final.name == orphan.name
     assert log[0] == f"re-attaching to {orphan.name} (labelled trainpool-task=task-9)"
     assert resources.read(out, "CustomJob") == orphan.name
@@ -125,10 +127,12 @@ def test_a_retry_after_failure_creates_the_next_attempt_and_trains_again(
     emu: emulator.Emulator, tmp_path: Path
 ) -> None:
     out = tmp_path / "gcp_resources"
-    first = runner().run(jobs.from_rest(jobs.CUSTOM_JOB, failing("t-1")), str(out), "t-1")
+    first = job_launcher().run(jobs.from_rest(jobs.CUSTOM_JOB, failing("t-1")), str(out), "t-1")
     assert jobs.state_name(first) == "JOB_STATE_FAILED"
     log: list[str] = []  # the KFP retry: same task, same gcp_resources naming the failed job
-    second = runner(log).run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "t-1")), str(out), "t-1")
+    second = job_launcher(log).run(
+        jobs.from_rest(jobs.CUSTOM_JOB, job(0.2, "t-1")), str(out), "t-1"
+    )
     assert second.name != first.name and jobs.state_name(second) == "JOB_STATE_SUCCEEDED"
     assert second.labels["trainpool-attempt"] == "2"
     assert f"created {second.name} (attempt 2)" in log
@@ -148,12 +152,12 @@ def test_a_rerun_while_the_job_runs_adopts_it_and_cancels_duplicates(
     ]
     for created in made:
         wait_state(created.name, "JOB_STATE_RUNNING")
-    found = runner().find("t-2")
+    found = job_launcher().find("t-2")
     assert found == made[0].name, "the oldest live job of the attempt is adopted"
     wait_state(made[1].name, "JOB_STATE_CANCELLED")
     assert client.get_custom_job(name=made[0].name).state.name == "JOB_STATE_RUNNING"
     assert len(all_jobs()) == 2, "nothing new created"
-    runner().cancel(made[0].name)
+    job_launcher().cancel(made[0].name)
 
 
 def test_a_third_of_calls_unavailable_still_creates_exactly_one_job(
@@ -164,7 +168,9 @@ def test_a_third_of_calls_unavailable_still_creates_exactly_one_job(
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         log: list[str] = []
         out = tmp_path / "gcp_resources"
-        final = runner(log).run(jobs.from_rest(jobs.CUSTOM_JOB, job(0.5, "42")), str(out), "42")
+        final = job_launcher(log).run(
+            jobs.from_rest(jobs.CUSTOM_JOB, job(0.5, "42")), str(out), "42"
+        )
         assert jobs.state_name(final) == "JOB_STATE_SUCCEEDED"
         assert any("UNAVAILABLE" in line for line in log)
         listed = retry.call("list", all_jobs, FAST, print)
@@ -176,7 +182,7 @@ def test_other_errors_fail_at_once_with_the_servers_message(emu: emulator.Emulat
     bad["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = 2
     log: list[str] = []
     with pytest.raises(retry.VertexError) as err:
-        runner(log).create(jobs.from_rest(jobs.CUSTOM_JOB, bad), "")
+        job_launcher(log).create(jobs.from_rest(jobs.CUSTOM_JOB, bad), "")
     assert str(err.value).startswith("CreateCustomJob: INVALID_ARGUMENT: ")
     assert "replicaCount" in str(err.value)
     assert log == []
@@ -187,9 +193,9 @@ LAUNCHER = """
 import sys
 from trainpool.vertex import jobs, retry
 job = jobs.from_rest(jobs.CUSTOM_JOB, {job!r})
-runner = jobs.JobRunner(jobs.CUSTOM_JOB, project="demo", location="us-central1",
+launcher = jobs.JobLauncher(jobs.CUSTOM_JOB, project="demo", location="us-central1",
                         poll=jobs.Poll(initial=0.2, maximum=0.5))
-final = runner.run(job, sys.argv[1], "launcher-task")
+final = launcher.run(job, sys.argv[1], "launcher-task")
 print("FINAL", jobs.state_name(final))
 """
 

@@ -141,8 +141,8 @@ def _compile_here(root: Path, out_dir: Path) -> None:
 
 def component_signatures(package_dir: Path) -> list[str]:
     """``name(parameters) -> outputs`` of every KFP component in ``package_dir``, as its
-    source spells it (read, not imported): what docs/internals.md lists, so that a test can
-    hold the page to the code."""
+    source spells it (read, not imported): what docs/contributing/internals.md lists, so that
+    a test can hold the page to the code."""
     found = []
     for path in sorted(package_dir.glob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:

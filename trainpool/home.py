@@ -12,15 +12,15 @@ that reads or writes there (the emulator, the local run, the image store, the CL
     <root>/storage.token            the storage door's secret (mode 0600)
     <root>/gcs/BUCKET/OBJECT        local Cloud Storage (``cluster_env.gcs.to_path``)
     <root>/storage-uploads/         the Cloud Storage door's uploads in progress
-    <root>/images/                  the local image store (``images.local_store``)
+    <root>/images/                  the local image store (``images.image_store``)
     <root>/environments/            prebuilt training images as virtualenvs (emulator), and
                                     pipeline tasks' Pythons and packages
-    <root>/pipeline-cache/          pipeline tasks' execution cache (``kfprun.cache``)
+    <root>/pipeline-cache/          pipeline tasks' execution cache (``kfp_local.cache``)
     <root>/jobs/<job id>/           a job's files (:class:`JobFiles`)
     <root>/pipelines/<job id>/      a PipelineJob's spec, run log and its run's files (run/)
     <root>/schedules/<id>/          a Schedule's log: each run started, queued or skipped
     <root>/builds/<build id>/       a Cloud Build's log
-    <root>/localrun/<run>/          a local run's resolved YAML, its tasks' sandboxes and logs;
+    <root>/local-runs/<run>/          a local run's resolved YAML, its tasks' sandboxes and logs;
                                     its transcript beside it
 
 Standard library and ``trainpool.config`` only.
@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainpool.config import default_root, emulator_host
+from trainpool.config import default_root
 
 PRIMARY_REPLICA = "workerpool0-0"
 """The replica whose metric file is a trial's measurement (Vertex reads the chief's)."""
@@ -196,12 +196,12 @@ class Home:
         return self.root / "environments"
 
     @property
-    def localrun(self) -> Path:
-        return self.root / "localrun"
+    def local_runs(self) -> Path:
+        return self.root / "local-runs"
 
     @property
     def pipeline_cache(self) -> Path:
-        """Pipeline tasks' execution cache: one file per cache key (``trainpool.kfprun.cache``)."""
+        """Pipeline tasks' execution cache: a file per cache key (``trainpool.kfp_local.cache``)."""
         return self.root / "pipeline-cache"
 
     def job(self, job_id: str) -> JobFiles:
@@ -217,63 +217,3 @@ class Home:
 
     def build_log(self, build_id: str) -> Path:
         return self.root / "builds" / build_id / "log.txt"
-
-
-DESCRIBE_METHOD = "/trainpool.emulator.v1.Local/Describe"
-"""The emulator's own RPC that names its root and its Cloud Storage door (JSON answer)."""
-
-
-@dataclass(frozen=True)
-class Served:
-    """What an emulator says of itself: its store and its Cloud Storage door ("" if none)."""
-
-    home: Home
-    storage_env: dict[str, str]
-    """What points Cloud Storage clients at its door (``STORAGE_EMULATOR_HOST``, gcloud's
-    endpoint and token file); empty when it serves none."""
-
-    rest_address: str = ""
-    """``http://127.0.0.1:PORT``: its REST door (the doors' secret is the store's
-    ``storage.token``)."""
-    proxy_address: str = ""
-    """``http://127.0.0.1:PORT``: its HTTPS proxy (Google's URLs answered locally)."""
-
-    @property
-    def storage_address(self) -> str:
-        return self.storage_env.get("STORAGE_EMULATOR_HOST", "")
-
-
-def served_by(address: str, timeout_s: float = 10.0) -> Served:
-    """Ask the emulator at ``address`` (``unix:PATH`` or ``127.0.0.1:PORT``) where its store
-    is: one truth for every client, whatever ``TRAINPOOL_HOME`` says. OSError naming the
-    address when it does not answer."""
-    import json
-
-    import grpc
-
-    with grpc.insecure_channel(address) as channel:
-        call = channel.unary_unary(DESCRIBE_METHOD)
-        try:
-            raw = call(b"", timeout=timeout_s)
-        except grpc.RpcError as err:
-            raise OSError(
-                f"the emulator at {address} did not say where its store is: {err.code().name} "
-                f"{err.details()}; accepted: an emulator this trainpool started"
-            ) from err
-    answer = json.loads(raw)
-    storage = answer.get("storage_env") or {}
-    return Served(
-        Home(Path(answer["root"])),
-        {str(k): str(v) for k, v in storage.items()},
-        str(answer.get("rest_address") or ""),
-        str(answer.get("proxy_address") or ""),
-    )
-
-
-def current(root: Path | str | None = None) -> Home:
-    """The store a command works in: ``root`` when given, else the store of the emulator
-    ``VERTEX_AI_EMULATOR_HOST`` names (asked, :func:`served_by`), else ``$TRAINPOOL_HOME``."""
-    if root is not None:
-        return Home(Path(root))
-    named = emulator_host()
-    return served_by(named).home if named is not None else Home.default()

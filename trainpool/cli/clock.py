@@ -53,7 +53,7 @@ def show_command() -> None:
     """Print the emulator's time and how far ahead of real time it is."""
     import grpc
 
-    from trainpool.emulator.api.clock_service import get_time
+    from trainpool.emulator_client import get_time
 
     try:
         found = get_time(_address())
@@ -81,8 +81,8 @@ def advance_command(
     in order (runs still executing count against the schedule's limits)."""
     import grpc
 
-    from trainpool.emulator.api.clock_service import advance_clock
     from trainpool.emulator.clock import parse_duration, parse_time
+    from trainpool.emulator_client import advance_clock
 
     if bool(duration) == bool(to):
         fail("DURATION or --to: give exactly one; accepted: `advance 1d` or `advance --to TIME`")

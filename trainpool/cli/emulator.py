@@ -32,11 +32,11 @@ def _collect_less() -> None:
     """This process only serves: the modules it has imported (aiplatform, protobuf, gRPC)
     live as long as it does, so ``gc.freeze()`` takes their objects out of every later
     collection (Python docs, ``gc.freeze``), and the young generation is collected less
-    often: every collection stops all the handler threads. ``benchmarks/bench_load.py`` (20
-    clients x 50 jobs, six alternating pairs): Create p99 median 158 -> 123 ms, lower in 5
-    of 6 pairs; p50 unchanged. Only the ``trainpool emulator`` process: an emulator started
-    inside another program (the pytest plugin, ``trainpool run --local``) leaves that
-    program's collector alone."""
+    often: every collection stops all the handler threads, so fewer collections shorten the
+    tail of every call. ``benchmarks/bench_load.py`` measures it (its figures: the benchmarks
+    page, docs/reference/benchmarks.md). Only the ``trainpool emulator`` process: an
+    emulator started inside another program (the pytest plugin, ``trainpool run --local``)
+    leaves that program's collector alone."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
@@ -112,12 +112,12 @@ def emulator_command(
         fail(str(err))
     stopping = threading.Event()
 
-    def stop(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: Any) -> None:
         stopping.set()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    at_most = f"at most {emu.runner.quota.limit} replicas at once"
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    at_most = f"at most {emu.manager.quota.limit} replicas at once"
     if emu.port is None:
         typer.echo(
             f"Vertex AI emulator listening on {emu.address} (root {emu.root}; owner only); "
@@ -148,7 +148,7 @@ def emulator_command(
             "-- COMMAND` gives a command every variable it needs)"
         )
     stopping.wait()
-    emu.stop()
+    emu.close()
 
 
 def register(app: typer.Typer) -> None:

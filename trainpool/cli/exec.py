@@ -33,8 +33,8 @@ def exec_command(
     serving --root (started, with its Cloud Storage door, when none serves it). Exits with
     COMMAND's exit status; SIGTERM sent to trainpool exec is passed on.
     """
+    from trainpool.emulated.command_run import run
     from trainpool.errors import InputError
-    from trainpool.localrun.exec import run
 
     try:
         code = run(command, root, project)

@@ -74,7 +74,7 @@ def preempt_command(job: Job, project: Project = "", location: Location = "us-ce
     import grpc
 
     from trainpool.config import EMULATOR_ENV, emulator_host
-    from trainpool.emulator.api.faults_service import preempt_job
+    from trainpool.emulator_client import preempt_job
 
     kind, found = fetch(client(location), job, project, location)
     address = emulator_host()
@@ -105,7 +105,7 @@ def logs_command(
     root: Root = None,
 ) -> None:
     """Print every replica's log (emulator); on Vertex, say where the logs are."""
-    from trainpool import home
+    from trainpool import emulator_client
     from trainpool.config import EMULATOR_ENV
     from trainpool.emulator.jobs import logs
     from trainpool.spec.states import job_is_final
@@ -118,7 +118,7 @@ def logs_command(
             f"`gcloud ai custom-jobs stream-logs {found.name}` follows them",
             1,
         )
-    files = home.current(root).job(found.name.rsplit("/", 1)[-1])
+    files = emulator_client.current(root).job(found.name.rsplit("/", 1)[-1])
     if not files.dir.is_dir():
         fail(
             f"--root: {files.dir} does not exist; accepted: the --root the emulator was started "

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from trainpool import home
+from trainpool import emulator_client
 from trainpool.cli._common import fail
 from trainpool.cli.job_lookup import Job, Location, Project, Root, client, fetch
 from trainpool.home import JobFiles
@@ -58,7 +58,7 @@ def report_command(
     if kind != "hyperparameterTuningJobs":
         fail(f"JOB: {found.name} is a CustomJob; accepted: a HyperparameterTuningJob (a sweep)")
     rest = to_rest_json(found)
-    files = home.current(root).job(job_id)
+    files = emulator_client.current(root).job(job_id)
     if os.environ.get(EMULATOR_ENV) and files.dir.is_dir():
         try:
             measurements_from_files(rest, files)

@@ -10,7 +10,7 @@ import typer
 
 from trainpool.cli._common import fail
 from trainpool.config import default_root
-from trainpool.localrun.defaults import DEFAULT_LOCATION, DEFAULT_PIPELINE_ROOT, DEFAULT_PROJECT
+from trainpool.emulated.defaults import DEFAULT_LOCATION, DEFAULT_PIPELINE_ROOT, DEFAULT_PROJECT
 
 PARAM_HELP = "NAME=VALUE, typed by the pipeline's inputs (JSON for lists and dicts); repeatable."
 
@@ -53,9 +53,9 @@ def run_command(
 
     from rich.console import Console
 
+    from trainpool.emulated.pipeline_run import run_local
+    from trainpool.emulated.summary import job_lines
     from trainpool.errors import InputError
-    from trainpool.localrun.runner import run_local
-    from trainpool.localrun.summary import job_lines
     from trainpool.spec.pipeline_params import (
         load_pipeline_spec,
         parse_params,

@@ -98,8 +98,8 @@ def show_command(
 
 def _run_jobs(job_name: str, location: str) -> str:
     """The states of the training jobs a run created, on the emulator (by its run label)."""
-    from trainpool.emulator.pipelines.runs import run_id
-    from trainpool.kfprun.execute import RUN_LABEL
+    from trainpool.emulator.pipeline_jobs.runs import run_id
+    from trainpool.kfp_local.execute import RUN_LABEL
     from trainpool.vertex.clients import job_client
 
     where = job_name.split("/pipelineJobs/")[0]

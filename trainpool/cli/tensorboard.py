@@ -40,7 +40,7 @@ def tensorboard_command(
         fail("TensorBoard is not installed; accepted: pip install 'trainpool[tensorboard]'")
     from google.api_core import exceptions
 
-    from trainpool import config, home
+    from trainpool import config, emulator_client
     from trainpool.errors import InputError
     from trainpool.vertex import tensorboards
     from trainpool.vertex.clients import tensorboard_client
@@ -51,7 +51,7 @@ def tensorboard_command(
         found = tensorboards.find(client, where, name)
         leaf = name.rsplit("/", 1)[-1]
         if logdir is None:
-            base = home.current().root if config.emulator_host() else Path.cwd()
+            base = emulator_client.current().root if config.emulator_host() else Path.cwd()
             logdir = base / "tensorboard" / leaf
         for experiment in found:
             target = logdir if len(found) == 1 else logdir / experiment.split("/")[-3]

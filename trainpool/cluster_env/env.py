@@ -7,7 +7,7 @@ import os
 import re
 from typing import Any
 
-from trainpool.cluster_env.hosts import split_host
+from trainpool.cluster_env.addresses import split_host
 from trainpool.cluster_env.layout import (
     get_key,
     is_reduction_server,

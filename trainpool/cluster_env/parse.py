@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainpool.cluster_env.hosts import split_host
+from trainpool.cluster_env.addresses import split_host
 from trainpool.cluster_env.layout import node_ranks, pool_role
 from trainpool.errors import InputError
 

@@ -7,10 +7,10 @@ Rooms: ``api/`` (one module per gRPC service), ``jobs/`` (the engine: replicas s
 watched, restarted, stopped, by Vertex's failure rules), ``sweeps/`` (trials and their
 rules), ``pipelines/`` (PipelineJobs and TrainingPipelines), ``builds/`` (Cloud Build),
 ``records/`` (every resource in SQLite, paging), ``cloud_storage/`` (the JSON API door),
-``faults/`` (what tests inject). ``docs/internals.md`` maps them.
+``faults/`` (what tests inject). ``docs/contributing/internals.md`` maps them.
 
 The names below are imported when first asked for: a process that needs one room only (a
-PipelineJob's run, :mod:`trainpool.emulator.pipelines.run_process`, which starts tasks) does
+PipelineJob's run, :mod:`trainpool.emulator.pipeline_jobs.run_process`, which starts tasks) does
 not import the server and every service with it (about 4 s of CPU).
 """
 

@@ -181,8 +181,8 @@ def render() -> str:
         "(`VERTEX_AI_EMULATOR_HOST`), REST (`$TRAINPOOL_REST_URL/HOST/PATH`, and Google's own "
         "URLs through the HTTPS proxy under `trainpool exec`); v1beta1 where v1 is served.",
         "",
-        "- **served**: answered as the API defines it (see the README for the emulator's "
-        "rules and their sources).",
+        "- **served**: answered as the API defines it (see [the emulator's guide]"
+        "(guides/emulator/index.md) for its rules and their sources).",
         "- **refused**: answered UNIMPLEMENTED with the reason shown.",
         "- **not emulated**: answered UNIMPLEMENTED (REST 501) at once, naming the method "
         "and its service.",

@@ -54,6 +54,6 @@ class Loopback(socketserver.ThreadingMixIn, socketserver.TCPServer):
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def close(self) -> None:
         self.shutdown()
         self.server_close()

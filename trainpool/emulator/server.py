@@ -2,7 +2,7 @@
 services, and serves them where :mod:`trainpool.emulator.listen` says.
 
 ``SERVICES`` lists the modules that serve an API; each exposes
-``handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler``. The server
+``handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler``. The server
 holds the root's lock (:mod:`trainpool.emulator.root_lock`) from before recovery until it
 stops.
 """
@@ -46,8 +46,8 @@ from trainpool.emulator.cloud_storage.bodies import DEFAULT_LIMIT
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
+from trainpool.emulator.jobs.manager import JobManager, start_job_manager
 from trainpool.emulator.jobs.quota import default_limit, parse_limit
-from trainpool.emulator.jobs.runner import Runner, start_runner
 from trainpool.emulator.proxy import certs
 from trainpool.emulator.proxy.server import ProxyServer
 from trainpool.emulator.rest.door import RestDoor
@@ -73,10 +73,10 @@ SERVICES: tuple[ModuleType, ...] = (
 WORKERS = 8
 """gRPC handler threads. Handlers are short (one SQLite statement or a few) and share one GIL
 with each other and the job engine's threads: more threads runnable at once make each wait
-longer for it, and a call beyond these waits in gRPC's queue (no thread). bench_load (20
-clients x 50 jobs, 2 CPUs), alternating pairs: 12 vs 32 threads, Create p99 median 89 vs 97 ms
-(six pairs); 8 vs 12 (with 2 job threads), 83, 89, 84 vs 91, 113, 84 ms; 4 were worse (209
-ms: a call holds its thread while its request arrives). The few calls that wait
+longer for it, and a call beyond these waits in gRPC's queue (no thread). Far fewer are
+worse again: a call holds its thread while its request arrives. ``benchmarks/bench_load.py``
+measures it; its figures for 4, 8, 12 and 32 threads are on the benchmarks page
+(docs/reference/benchmarks.md, "The emulator under load"). The few calls that wait
 (AdvanceClock with wait_for_runs, Preempt) hold one each."""
 PORT_WARNING = (
     "the emulator listens on {address}: any local user can reach this port and have the "
@@ -95,7 +95,7 @@ class Emulator:
     def __init__(
         self,
         state: EmulatorState,
-        runner: Runner,
+        manager: JobManager,
         server: grpc.Server,
         lock: root_lock.RootLock,
         storage: StorageServer | None = None,
@@ -104,7 +104,7 @@ class Emulator:
         proxy: ProxyServer | None = None,
     ) -> None:
         self.state = state
-        self.runner = runner
+        self.manager = manager
         self.root = state.root
         self.address = state.address
         self.port = int(self.address.rsplit(":", 1)[1]) if self.address[0].isdigit() else None
@@ -119,18 +119,18 @@ class Emulator:
         self._log = log
         self._stopped = False
 
-    def stop(self, grace_s: float = 1.0) -> None:
+    def close(self, grace_s: float = 1.0) -> None:
         """Stop serving, stop every running job (marked FAILED), close the database,
         remove the socket, release the root."""
         if self._stopped:
             return
         self._stopped = True
         if self._storage is not None:
-            self._storage.stop()
+            self._storage.close()
         if self._rest is not None:
-            self._rest.stop()
+            self._rest.close()
         if self._proxy is not None:
-            self._proxy.stop()
+            self._proxy.close()
         self._server.stop(grace_s).wait()
         try:
             self.state.close()
@@ -149,7 +149,7 @@ class Emulator:
         return it ended (FAILED, STOCKOUT); see
         :func:`trainpool.emulator.api.faults_service.preempt` (it raises
         ``trainpool.emulator.api.rpc.RpcError``)."""
-        return faults_service.preempt(self.runner, job_name)
+        return faults_service.preempt(self.manager, job_name)
 
     @property
     def clock(self) -> Clock:
@@ -174,7 +174,7 @@ class Emulator:
         if to is not None:
             request.to = to
         request.wait_timeout = timedelta(seconds=wait_timeout_s)
-        return clock_service.advance(self.state, self.runner, request)
+        return clock_service.advance(self.state, self.manager, request)
 
     def wait(self) -> None:
         """Block until the server stops."""
@@ -189,14 +189,14 @@ class Emulator:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.stop()
+        self.close()
 
 
-def _handlers(state: EmulatorState, runner: Runner) -> list[grpc.GenericRpcHandler]:
+def _handlers(state: EmulatorState, manager: JobManager) -> list[grpc.GenericRpcHandler]:
     """Every service's gRPC handler, then the v1beta1 twins of the Vertex AI ones, then
     :class:`Unserved`; the services are kept in ``state.services`` (and the twins in
     ``state.twins``) for the other doors."""
-    built = [module.handler(state, runner) for module in SERVICES]
+    built = [module.handler(state, manager) for module in SERVICES]
     services = [h for h in built if isinstance(h, Service)]
     state.services = {s.name: s for s in services}
     state.twins = Twins(state.services)
@@ -294,18 +294,18 @@ def start(
         else:
             state.address = listen.listen_tcp(server, port)
             _log.warning(PORT_WARNING.format(address=state.address))
-        runner = start_runner(state, limit)
-        server.add_generic_rpc_handlers(_handlers(state, runner))
+        manager = start_job_manager(state, limit)
+        server.add_generic_rpc_handlers(_handlers(state, manager))
         rest.start()
         proxy = _proxy(state, door, rest).start()
         state.proxy_address = proxy.address
     except BaseException:
         if door is not None:
-            door.stop()
+            door.close()
         if rest is not None:
             rest.server_close()
         if proxy is not None:
-            proxy.stop()
+            proxy.close()
         server.stop(0)
         state.close()
         close_log(log)
@@ -314,4 +314,4 @@ def start(
         raise
     server.start()
     lock.publish(state.address, state.storage_address, state.rest_address)
-    return Emulator(state, runner, server, lock, door, log, rest, proxy)
+    return Emulator(state, manager, server, lock, door, log, rest, proxy)

@@ -104,7 +104,7 @@ class EmulatorState:
             found: T = self._shared[kind]
             return found
 
-    def on_stop(self, hook: Callable[[], None]) -> None:
+    def on_close(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` when the emulator stops (last registered, first called)."""
         self._stop_hooks.append(hook)
 

@@ -6,7 +6,7 @@ repository (``REPO:TAG``, as ``docker build -t`` takes it) is put on the image t
 or found, and moved there if it named another image. A backend is anything with
 ``name``, ``find(image, digest)`` (the URI with digest of an existing image, or None),
 ``build(context, image)`` (URI with digest, notes) and ``tag(image, digest, name)``:
-``images.local_backend`` (local store, Docker engine),
+``images.image_store_backend`` (the local image store, Docker engine),
 ``trainpool.images.cloud_build.CloudBuildBackend`` for Cloud Build.
 """
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainpool import home
+from trainpool import emulator_client
 from trainpool.config import emulator_host
-from trainpool.images import image_ref, local_store
+from trainpool.images import image_ref, image_store
 
 MANIFEST_TYPES = ", ".join(
     [
@@ -51,8 +51,8 @@ def _token() -> str:
 
 def local_note(image: str, root: Path | None = None) -> str | None:
     """With the emulator: a note when ``image`` is not in the local image store, else None."""
-    store = home.current(root).resolved()
-    if local_store.lookup(image, store.root) is not None:
+    store = emulator_client.current(root).resolved()
+    if image_store.lookup(image, store.root) is not None:
         return None
     return (
         f"components image {image!r} is not in the local image store at {store.images}: "

@@ -15,11 +15,11 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from trainpool import home
+from trainpool import emulator_client
 from trainpool.config import emulator_host
 from trainpool.images import builder, sources
 from trainpool.images.builder import BuildResult
-from trainpool.images.local_backend import StoreBackend, docker_backend
+from trainpool.images.image_store_backend import StoreBackend, docker_backend
 
 BACKENDS = ("auto", "local", "docker", "cloud")
 
@@ -123,5 +123,5 @@ def build_image(
     elif backend == "docker":
         chosen = docker_backend()
     else:
-        chosen = StoreBackend(root or home.current().root)
+        chosen = StoreBackend(root or emulator_client.current().root)
     return builder.build(request, chosen, log=say)

@@ -20,7 +20,7 @@ from typing import Any
 from trainpool.cluster_env import gcs
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.config import emulator_host
-from trainpool.home import served_by
+from trainpool.emulator_client import served_by
 
 
 def local_root(environ: Mapping[str, str] | None = None) -> Path | None:

@@ -20,9 +20,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``validate_study`` lives in ``trainpool.plan.study`` (imported on first use)."""
+    """``validate_study`` lives in ``trainpool.plan.study_rules`` (imported on first use)."""
     if name == "validate_study":
-        from trainpool.plan.study import validate_study
+        from trainpool.plan.study_rules import validate_study
 
         return validate_study
     raise AttributeError(name)

@@ -5,9 +5,11 @@ so it works in any Python that has Google's libraries, with or without trainpool
 patches the Vertex AI SDK, the gapic clients and GCPC's launchers at import time;
 :func:`environment` is what a process needs besides it: ``PYTHONPATH`` with :data:`SITE`
 first, ``VERTEX_AI_EMULATOR_HOST``, and, when the emulator serves its Cloud Storage door,
-``STORAGE_EMULATOR_HOST`` and gcloud's storage endpoint. ``trainpool exec`` runs a command
-with it (:mod:`trainpool.redirect.command`); ``trainpool.testing`` applies it to a test
-session; a local run gives it to GCPC's launchers.
+``STORAGE_EMULATOR_HOST`` and gcloud's storage endpoint, and for gcloud its configuration
+(:mod:`.gcloud`: every API's endpoint override) and for HTTPS clients the proxy and its CA
+(:mod:`.https`). ``trainpool exec`` (:mod:`trainpool.emulated.command_run`) runs a command
+with it; ``trainpool.testing`` applies it to a test session; a local run gives it to GCPC's
+launchers.
 """
 
 from __future__ import annotations
@@ -66,6 +68,36 @@ def environment(
         env.setdefault("GOOGLE_CLOUD_PROJECT", project)
         env.setdefault("CLOUDSDK_CORE_PROJECT", project)
     return env
+
+
+def point_here(address: str | None = None, *, project: str = "") -> None:
+    """Point this process's Google clients at the emulator at ``address`` (default:
+    ``VERTEX_AI_EMULATOR_HOST``), as ``trainpool exec`` points a command's: the emulator
+    says where its store and doors are (:func:`trainpool.emulator_client.served_by`), their
+    variables go into ``os.environ`` (:func:`environment`) and the patches are applied
+    (:func:`install`). For a notebook or script that already runs; clients made before the
+    call keep the endpoint they were made with."""
+    from trainpool.config import emulator_host
+    from trainpool.emulator_client import served_by
+
+    address = address or emulator_host()
+    if not address:
+        raise ValueError(
+            f"point_here: no emulator address; accepted: an address (unix:PATH or "
+            f"127.0.0.1:PORT) or {EMULATOR_ENV} set to one (`trainpool emulator` prints it)"
+        )
+    served = served_by(address)
+    os.environ.update(
+        environment(
+            address,
+            served.storage_env,
+            project=project,
+            rest_address=served.rest_address,
+            home=served.home,
+            proxy_address=served.proxy_address,
+        )
+    )
+    install()
 
 
 def install() -> None:

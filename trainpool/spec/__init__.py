@@ -2,7 +2,7 @@
 
 from trainpool.spec.errors import Problem, SpecError
 from trainpool.spec.keys import coerce_ints, to_rest, to_snake
-from trainpool.spec.normalize import normalize_spec
+from trainpool.spec.normalize import job_spec_rest, normalize_spec
 from trainpool.spec.overrides import apply_overrides
 from trainpool.spec.render import render_job_fields, render_job_spec
 from trainpool.spec.request import ClusterRequest, Pool, PythonPackage, ReducerPool, load_request
@@ -17,6 +17,7 @@ __all__ = [
     "apply_overrides",
     "coerce_ints",
     "load_request",
+    "job_spec_rest",
     "normalize_spec",
     "render_job_fields",
     "render_job_spec",

@@ -92,3 +92,9 @@ def normalize_spec(spec: dict[str, Any]) -> dict[str, Any]:
         while pools and pools[-1] == {}:
             pools.pop()
     return out
+
+
+def job_spec_rest(job_spec: Any) -> dict[str, Any]:
+    """A proto-plus ``CustomJobSpec`` (any message with ``to_dict``) as Vertex REST JSON:
+    camelCase, enum names, ints, ``{}`` kept."""
+    return normalize_spec(type(job_spec).to_dict(job_spec))

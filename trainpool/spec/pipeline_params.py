@@ -1,6 +1,6 @@
 """A compiled pipeline's parameters: ``--param NAME=VALUE`` typed by the pipeline's own inputs.
 
-Both a local run (``trainpool run --local``, ``trainpool.kfprun``) and ``trainpool submit``
+Both a local run (``trainpool run --local``, ``trainpool.kfp_local``) and ``trainpool submit``
 read parameters this way, so the two agree on what a value means.
 
 A compiled pipeline declares each input's ``parameterType`` under

@@ -43,8 +43,3 @@ FINAL_PIPELINE_STATES = frozenset(
 def job_is_final(state_name: str) -> bool:
     """Whether a job in ``state_name`` (e.g. ``"JOB_STATE_PAUSED"``) has ended for good."""
     return state_name in FINAL_JOB_STATES
-
-
-def pipeline_is_final(state_name: str) -> bool:
-    """Whether a pipeline job in ``state_name`` has ended for good."""
-    return state_name in FINAL_PIPELINE_STATES

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainpool.config import EMULATOR_ENV, emulator_host
+from trainpool.config import emulator_host
 
 
 def api_endpoint(location: str) -> str:
@@ -89,45 +89,6 @@ def schedule_client(location: str) -> Any:
     )
 
     return _make(ScheduleServiceClient, ScheduleServiceGrpcTransport, location)
-
-
-def point_sdk_at_emulator() -> None:
-    """Make the high-level ``google.cloud.aiplatform`` SDK talk to the emulator.
-
-    The SDK builds TLS channels itself; with the emulator set, this swaps each
-    gRPC transport's ``create_channel`` for an insecure loopback channel and calls
-    ``aiplatform.init(api_endpoint=..., credentials=AnonymousCredentials(), api_transport="grpc")``.
-    """
-    host = emulator_host()
-    if host is None:
-        raise RuntimeError(f"{EMULATOR_ENV} is not set")
-    import grpc
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import aiplatform
-    from google.cloud.aiplatform_v1.services.job_service.transports import (
-        JobServiceGrpcTransport,
-    )
-    from google.cloud.aiplatform_v1.services.model_service.transports import (
-        ModelServiceGrpcTransport,
-    )
-    from google.cloud.aiplatform_v1.services.pipeline_service.transports import (
-        PipelineServiceGrpcTransport,
-    )
-    from google.cloud.aiplatform_v1.services.schedule_service.transports import (
-        ScheduleServiceGrpcTransport,
-    )
-
-    def insecure(cls: Any, *_: Any, **__: Any) -> grpc.Channel:
-        return grpc.insecure_channel(host)
-
-    for transport in (
-        JobServiceGrpcTransport,
-        ModelServiceGrpcTransport,
-        PipelineServiceGrpcTransport,
-        ScheduleServiceGrpcTransport,
-    ):
-        transport.create_channel = classmethod(insecure)  # type: ignore[method-assign,assignment]
-    aiplatform.init(api_endpoint=host, credentials=AnonymousCredentials(), api_transport="grpc")
 
 
 def tensorboard_client(location: str) -> Any:

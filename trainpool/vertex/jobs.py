@@ -1,6 +1,6 @@
 """Create, follow, cancel and re-attach to CustomJobs and HyperparameterTuningJobs.
 
-``JobRunner.run`` is the whole life of one pipeline task's job:
+``JobLauncher.run`` is the whole life of one pipeline task's job:
 
 1. adopt the job of this task's current attempt, named in ``gcp_resources`` or labelled
    with the task (a launcher that died after create, or a re-run of a running task),
@@ -102,7 +102,7 @@ def to_rest_json(job: Any) -> dict[str, Any]:
     return dict(json.loads(text))
 
 
-class JobRunner:
+class JobLauncher:
     """Talks to JobService for one kind of job in one project and location."""
 
     def __init__(

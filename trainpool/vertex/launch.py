@@ -204,14 +204,14 @@ def follow(
     job: dict[str, Any],
     gcp_resources: str,
     task_id: str,
-    runner: jobs.JobRunner | None = None,
+    launcher: jobs.JobLauncher | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """Create (or re-attach to) a job of ``kind``, follow it to the end; the final job as a
     proto and as REST JSON."""
     require(project=project, location=location)
-    runner = runner or jobs.JobRunner(kind, project=project, location=location)
+    launcher = launcher or jobs.JobLauncher(kind, project=project, location=location)
     task_value = labels.task_label_value(task_id) if task_id else ""
-    final = runner.run(jobs.from_rest(kind, job), gcp_resources, task_value)
+    final = launcher.run(jobs.from_rest(kind, job), gcp_resources, task_value)
     return final, jobs.to_rest_json(final)
 
 
@@ -221,10 +221,10 @@ def launch(
     job: dict[str, Any],
     gcp_resources: str,
     task_id: str,
-    runner: jobs.JobRunner | None = None,
+    launcher: jobs.JobLauncher | None = None,
 ) -> Result:
     """Create (or re-attach to) ``job`` and follow it to a final state."""
-    final, rest = follow(jobs.CUSTOM_JOB, project, location, job, gcp_resources, task_id, runner)
+    final, rest = follow(jobs.CUSTOM_JOB, project, location, job, gcp_resources, task_id, launcher)
     return Result(
         job_name=final.name,
         state=jobs.state_name(final),

@@ -3,7 +3,7 @@
 Each check answers with field-named problems; nothing is created when any is found:
 the pipeline root's bucket exists, every image the tasks run in exists where they will
 pull it from, and the cluster request (with the run's flat knobs) plans. The parameters'
-types are checked by ``localrun.params`` before this runs. Against the emulator the
+types are checked by ``emulated.params`` before this runs. Against the emulator the
 checks go to it and to its store (the bucket through ``images.storage``: a storage
 emulator when ``STORAGE_EMULATOR_HOST`` is set, else the local store).
 """

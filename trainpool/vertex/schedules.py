@@ -20,7 +20,7 @@ MODEL_OUTPUT = "model"
 
 
 @dataclass(frozen=True)
-class Run:
+class ScheduledRun:
     """A scheduled run: its PipelineJob, its model's URI ("" when it has none yet) and the
     Model it registered ("" when its upload did not run: a gate that said no)."""
 
@@ -89,7 +89,7 @@ def model_uri(job: Any) -> str:
     return ""
 
 
-def runs(schedule_name: str, location: str) -> list[Run]:
+def runs(schedule_name: str, location: str) -> list[ScheduledRun]:
     """The schedule's PipelineJobs, oldest first, each with its model's URI."""
     client = clients.pipeline_client(location)
     parent = schedule_name.split("/schedules/")[0]
@@ -97,7 +97,7 @@ def runs(schedule_name: str, location: str) -> list[Run]:
         request={"parent": parent, "filter": f"schedule_name={schedule_name}"}
     )
     jobs = sorted(listed, key=lambda job: job.create_time)
-    return [Run(job, model_uri(job), registered(job)) for job in jobs]
+    return [ScheduledRun(job, model_uri(job), registered(job)) for job in jobs]
 
 
 def registered(job: Any) -> str:

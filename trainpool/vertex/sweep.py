@@ -56,7 +56,7 @@ def tuning_job(
 ) -> dict[str, Any]:
     """The whole HyperparameterTuningJob (REST JSON) one task creates; ``early_stopping``
     (readable, e.g. ``{"median": {}}``; empty: the study's own) replaces the study's."""
-    from trainpool.plan.study import validate_study
+    from trainpool.plan.study_rules import validate_study
 
     require(display_name=display_name)
     spec = study_spec(study)
@@ -178,14 +178,14 @@ def run_sweep(
     job: dict[str, Any],
     gcp_resources: str,
     task_id: str,
-    runner: jobs.JobRunner | None = None,
+    launcher: jobs.JobLauncher | None = None,
 ) -> SweepResult:
     """Create (or re-attach to) the tuning job, follow it, and pick its best trial."""
-    final, rest = follow(jobs.TUNING_JOB, project, location, job, gcp_resources, task_id, runner)
+    final, rest = follow(jobs.TUNING_JOB, project, location, job, gcp_resources, task_id, launcher)
     metric = job["studySpec"]["metrics"][0]
     goal = enum_name("goal", metric["goal"])
     rows = trial_rows(rest)
-    client = runner.client if runner else clients.job_client(location)
+    client = launcher.client if launcher else clients.job_client(location)
     return SweepResult(
         job_name=final.name,
         state=jobs.state_name(final),

@@ -7,7 +7,7 @@ Google's training notebooks create a Docker repository before their first build
 UpdateRepository and DeleteRepository are served; repositories are records of the root
 (:mod:`trainpool.emulator.records.resources`, kind :data:`REPOSITORIES`), so a restarted
 emulator keeps them. They hold nothing: images still go to the local image store
-(:mod:`trainpool.emulator.builds.local_builds`), whose log says when a push names a
+(:mod:`trainpool.emulator.builds.build_runs`), whose log says when a push names a
 repository that was not created (:func:`push_problem`: on Google Cloud that push fails).
 Every other method of the API answers UNIMPLEMENTED naming it.
 
@@ -50,7 +50,7 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, already_exists, not_found, service
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.operations import pack
 from trainpool.emulator.records.repositories import REPOSITORIES
 from trainpool.emulator.records.resources import AlreadyExists
@@ -106,7 +106,7 @@ def registry_uri(name: str, format_: ar.Repository.Format) -> str:
     return f"{location}-{format_.name.lower()}.pkg.dev/{project.replace(':', '/')}/{repository_id}"
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The ArtifactRegistry handler."""
     records = state.records
 

@@ -1,6 +1,6 @@
 """``google.devtools.cloudbuild.v1.CloudBuild``: CreateBuild, GetBuild, CancelBuild.
 
-Builds run into the local image store (:mod:`trainpool.emulator.builds.local_builds`).
+Builds run into the local image store (:mod:`trainpool.emulator.builds.build_runs`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from google.longrunning import operations_pb2
 from google.protobuf import any_pb2
 
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service
-from trainpool.emulator.builds.local_builds import RUNNING, LocalBuilds
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.builds.build_runs import RUNNING, BuildRuns
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import paging
 from trainpool.emulator.records.kinds import BUILDS
 from trainpool.emulator.records.operations import pack
@@ -51,9 +51,9 @@ def build_of(project_id: str, build_id: str, name: str) -> tuple[str, str]:
     )
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The CloudBuild handler; builds a previous server left running end FAILURE."""
-    builds = LocalBuilds(state)
+    builds = BuildRuns(state)
     builds.recover()
 
     def create(request: cb.CreateBuildRequest) -> operations_pb2.Operation:

@@ -7,41 +7,34 @@ another process. Which jobs can be preempted and how they end is written once, i
 :mod:`trainpool.emulator.jobs.failure_rules` (``PREEMPTIBLE_STRATEGIES``,
 ``PREEMPTION_RULE``): every replica gets SIGTERM, then SIGKILL after
 :data:`trainpool.emulator.jobs.processes.STOP_GRACE_S` (a VM going away), and the job ends
-FAILED with the STOCKOUT error, with no replica restarted and no retry. The request is a
-proto-plus message of package ``trainpool.emulator.v1``; :func:`preempt_job` is its client.
+FAILED with the STOCKOUT error, with no replica restarted and no retry. The request is in
+:mod:`trainpool.emulator_client.messages`; :func:`trainpool.emulator_client.preempt_job` is
+its client.
 """
 
 from __future__ import annotations
 
 import time
 
-import grpc
-import proto  # type: ignore[import-untyped]
 from google.cloud.aiplatform_v1.types import custom_job as cj
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service
 from trainpool.emulator.jobs.failure_rules import PREEMPTIBLE_STRATEGIES
-from trainpool.emulator.jobs.runner import TERMINAL, Runner, job_spec_rest
+from trainpool.emulator.jobs.manager import TERMINAL, JobManager
 from trainpool.emulator.records.kinds import CUSTOM_JOBS
 from trainpool.emulator.state import EmulatorState
+from trainpool.emulator_client.messages import FAULTS as SERVICE
+from trainpool.emulator_client.messages import PreemptJobRequest
+from trainpool.spec.normalize import job_spec_rest
 
-SERVICE = "trainpool.emulator.v1.Faults"
 END_WAIT_S = 30.0
 """How long :func:`preempt` waits for the preempted job to end (its replicas stop in seconds)."""
 POLL_S = 0.05
 
-__protobuf__ = proto.module(package="trainpool.emulator.v1", manifest={"PreemptJobRequest"})
 
-
-class PreemptJobRequest(proto.Message):  # type: ignore[misc]
-    """``name``: the CustomJob's resource name."""
-
-    name: str = proto.Field(proto.STRING, number=1)
-
-
-def preempt(runner: Runner, name: str) -> cj.CustomJob:
+def preempt(manager: JobManager, name: str) -> cj.CustomJob:
     """Preempt RUNNING CustomJob ``name`` and return it once it has ended.
 
     Raises :class:`trainpool.errors.InputError` for a name that is not a CustomJob's, and
@@ -50,7 +43,7 @@ def preempt(runner: Runner, name: str) -> cj.CustomJob:
     changed then).
     """
     requests.check_name(name, CUSTOM_JOBS.collection)
-    job = runner.get(name)
+    job = manager.get(name)
     if job is None:
         raise not_found(f"CustomJob {name} not found.")
     strategy = job_spec_rest(job.job_spec).get("scheduling", {}).get("strategy", "STANDARD")
@@ -60,7 +53,7 @@ def preempt(runner: Runner, name: str) -> cj.CustomJob:
             f"accepted: {', '.join(PREEMPTIBLE_STRATEGIES)} (Compute Engine does not reclaim "
             "the VMs of a STANDARD job)"
         )
-    if job.state != JobState.JOB_STATE_RUNNING or not runner.preempt(name):
+    if job.state != JobState.JOB_STATE_RUNNING or not manager.preempt(name):
         raise precondition(
             f"Cannot preempt CustomJob {name}: it is in state {job.state.name}; "
             "accepted: a job in state JOB_STATE_RUNNING"
@@ -68,26 +61,12 @@ def preempt(runner: Runner, name: str) -> cj.CustomJob:
     deadline = time.monotonic() + END_WAIT_S
     while job.state not in TERMINAL and time.monotonic() < deadline:
         time.sleep(POLL_S)
-        job = runner.require(name)
+        job = manager.require(name)
     return job
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     return service(
         SERVICE,
-        {"PreemptJob": (lambda r: preempt(runner, r.name), PreemptJobRequest, cj.CustomJob)},
+        {"PreemptJob": (lambda r: preempt(manager, r.name), PreemptJobRequest, cj.CustomJob)},
     )
-
-
-def preempt_job(address: str, name: str, timeout_s: float = 60.0) -> cj.CustomJob:
-    """Preempt CustomJob ``name`` on the emulator at ``address`` (``unix:/PATH`` or
-    ``127.0.0.1:PORT``); the ended job. Errors are ``grpc.RpcError`` with the server's
-    status code and message."""
-    with grpc.insecure_channel(address) as channel:
-        call = channel.unary_unary(
-            f"/{SERVICE}/PreemptJob",
-            request_serializer=PreemptJobRequest.serialize,
-            response_deserializer=cj.CustomJob.deserialize,
-        )
-        job: cj.CustomJob = call(PreemptJobRequest(name=name), timeout=timeout_s)
-        return job

@@ -19,19 +19,19 @@ from google.protobuf import empty_pb2
 from trainpool.emulator.api import job_links, requests
 from trainpool.emulator.api.rpc import Service, precondition, service
 from trainpool.emulator.jobs.logs import JobLog
-from trainpool.emulator.jobs.runner import TERMINAL, Runner, job_spec_rest
-from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS
-from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.jobs.manager import TERMINAL, JobManager
+from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.sweeps.sweep import run_tuning_job, study_spec_rest
+from trainpool.spec.normalize import job_spec_rest
 
 SERVICE = "google.cloud.aiplatform.v1.JobService"
 
 
 class JobService:
-    def __init__(self, state: EmulatorState, runner: Runner) -> None:
+    def __init__(self, state: EmulatorState, manager: JobManager) -> None:
         self.state = state
-        self.runner = runner
+        self.manager = manager
         self.records = state.records
 
     def get(self, name: str, kind: Kind) -> Any:
@@ -48,17 +48,17 @@ class JobService:
         location = request.parent.split("/")[3]
         job_links.check(self.state, spec, location, "custom_job.job_spec")
         job_links.check_tensorboard(self.state, spec, location, "custom_job.job_spec")
-        self.runner.check_quota(spec)
-        job = self.runner.create(CUSTOM_JOBS, request.parent, job)
+        self.manager.check_quota(spec)
+        job = self.manager.create(CUSTOM_JOBS, request.parent, job)
         self._note(job.name, warnings)
-        requests.note_fields("custom_job", fields, JobLog(self.runner.files(job.name).log))
-        self.runner.run_custom_job(job.name, spec=spec)
+        requests.note_fields("custom_job", fields, JobLog(self.manager.files(job.name).log))
+        self.manager.run_custom_job(job.name, spec=spec)
         return job
 
     def _note(self, name: str, warnings: list[str]) -> None:
         """The request's warnings in the job's log (what Vertex accepts but would not help)."""
         if warnings:
-            note = JobLog(self.runner.files(name).log)
+            note = JobLog(self.manager.files(name).log)
             for warning in warnings:
                 note(f"warning: {warning}")
 
@@ -84,12 +84,12 @@ class JobService:
             job.parallel_trial_count,
             job.max_failed_trial_count,
         )
-        self.runner.check_quota(spec)
-        job = self.runner.create(TUNING_JOBS, request.parent, job)
+        self.manager.check_quota(spec)
+        job = self.manager.create(TUNING_JOBS, request.parent, job)
         self._note(job.name, warnings)
-        log = JobLog(self.runner.files(job.name).log)
+        log = JobLog(self.manager.files(job.name).log)
         requests.note_fields("hyperparameter_tuning_job", fields, log)
-        run_tuning_job(self.runner, job.name)
+        run_tuning_job(self.manager, job.name)
         return job
 
     def list(self, kind: Kind, request: Any) -> tuple[list[Any], str]:
@@ -109,7 +109,7 @@ class JobService:
         try:
             self.records.update(kind, name, mark)
         finally:
-            self.runner.cancel(name)
+            self.manager.cancel(name)
         return empty_pb2.Empty()
 
     def delete(self, name: str, kind: Kind) -> operations_pb2.Operation:
@@ -123,9 +123,9 @@ class JobService:
         return self.state.finished(name)
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The JobService handler."""
-    jobs = JobService(state, runner)
+    jobs = JobService(state, manager)
 
     def list_custom(request: js.ListCustomJobsRequest) -> js.ListCustomJobsResponse:
         found, token = jobs.list(CUSTOM_JOBS, request)

@@ -4,8 +4,8 @@
 serves, what points Cloud Storage clients at its door (``EmulatorState.storage_env``) and
 where its REST door listens (``EmulatorState.rest_address``), so a client that
 is given only the emulator's address (``VERTEX_AI_EMULATOR_HOST``) finds the store from
-the emulator itself, never from its own ``TRAINPOOL_HOME`` (:func:`trainpool.home.served_by`
-is the client). Not a Vertex API.
+the emulator itself, never from its own ``TRAINPOOL_HOME``
+(:func:`trainpool.emulator_client.served_by` is the client). Not a Vertex API.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Any
 
 import grpc
 
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.state import EmulatorState
-from trainpool.home import DESCRIBE_METHOD
+from trainpool.emulator_client import DESCRIBE_METHOD
 
 SERVICE, METHOD = DESCRIBE_METHOD.strip("/").split("/")
 
 
-def handler(state: EmulatorState, runner: Runner) -> grpc.GenericRpcHandler:
+def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler:
     def describe(request: bytes, context: Any) -> bytes:
         answer = {
             "root": str(state.root),

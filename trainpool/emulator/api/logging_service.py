@@ -30,7 +30,7 @@ from trainpool.emulator.api.rpc import Service, service
 from trainpool.emulator.cloud_logging import query
 from trainpool.emulator.cloud_logging.entries import stamp
 from trainpool.emulator.cloud_logging.reader import Logs, projects_of
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.rest.routes import Route
 from trainpool.emulator.rest.template import parse
 from trainpool.emulator.state import EmulatorState
@@ -83,7 +83,7 @@ def _proto(entry: dict[str, Any]) -> Any:
     return log_entry.LogEntry.wrap(message)
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     logs = Logs(state)
 
     def list_entries(request: lg.ListLogEntriesRequest) -> lg.ListLogEntriesResponse:

@@ -3,69 +3,48 @@
 What the Vertex AI SDK's Experiments (``aiplatform.init(experiment=...)``, ``start_run``,
 ``log_params``, ``log_metrics``, ``get_experiment_df``), its lineage classes
 (``aiplatform.Artifact``, ``Execution``, ``Context``) and ``aiplatform.get_pipeline_df``
-call, kept by :mod:`trainpool.emulator.metadata.store`; PipelineJobs record their lineage
-here too (:mod:`trainpool.emulator.metadata.pipeline_lineage`). Long-running methods
-(Create/DeleteMetadataStore, Delete*, Purge*) answer a finished Operation.
+call, kept by :mod:`trainpool.emulator.metadata.store` (links and events:
+:mod:`~trainpool.emulator.metadata.links`; lineage:
+:mod:`~trainpool.emulator.metadata.subgraphs`); PipelineJobs record their lineage here too
+(:mod:`trainpool.emulator.metadata.pipeline_lineage`). Long-running methods
+(Create/DeleteMetadataStore, Delete*, Purge*) answer a finished Operation. The methods on
+links and lineage are :mod:`trainpool.emulator.api.metadata_links`; the names every method
+checks, :mod:`trainpool.emulator.api.metadata_names`.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from google.cloud.aiplatform_v1.types import artifact as artifact_types
 from google.cloud.aiplatform_v1.types import context as context_types
 from google.cloud.aiplatform_v1.types import execution as execution_types
-from google.cloud.aiplatform_v1.types import lineage_subgraph as lineage_types
 from google.cloud.aiplatform_v1.types import metadata_schema as schema_types
 from google.cloud.aiplatform_v1.types import metadata_service as ms
 from google.cloud.aiplatform_v1.types import metadata_store as store_types
 from google.longrunning import operations_pb2
 
 from trainpool.emulator.api import requests
+from trainpool.emulator.api.metadata_links import link_methods
+from trainpool.emulator.api.metadata_names import check_node, check_store
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.jobs.runner import Runner
-from trainpool.emulator.metadata.store import metadata_of, store_of
+from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.metadata.store import metadata_of
 from trainpool.emulator.records.kinds import (
     ARTIFACTS,
     CONTEXTS,
     EXECUTIONS,
     METADATA_SCHEMAS,
     METADATA_STORES,
+    Kind,
 )
-from trainpool.emulator.records.resources import Kind
 from trainpool.emulator.state import EmulatorState
-from trainpool.errors import InputError, brief
+from trainpool.errors import InputError
 
 SERVICE = "google.cloud.aiplatform.v1.MetadataService"
-_STORE = re.compile(r"(projects/[^/]+/locations/[^/]+)/metadataStores/([^/]{1,128})")
 
 
-def check_store(name: str, field: str = "parent") -> None:
-    """INVALID_ARGUMENT unless ``name`` is ``projects/P/locations/L/metadataStores/S``."""
-    match = _STORE.fullmatch(name)
-    if match is None:
-        raise InputError.of(
-            field,
-            f"{brief(name)} is not a MetadataStore; accepted: "
-            "projects/PROJECT/locations/LOCATION/metadataStores/STORE",
-        )
-    requests.check_parent(match.group(1), field)
-
-
-def check_node(name: str, kind: Kind, field: str = "name") -> None:
-    """INVALID_ARGUMENT unless ``name`` is ``STORE/<kind>/ID``."""
-    store, _, rest = name.rpartition(f"/{kind.collection}/")
-    if not store or not rest or "/" in rest:
-        raise InputError.of(
-            field,
-            f"{brief(name)} is not a {kind.label} name; accepted: projects/PROJECT/locations/"
-            f"LOCATION/metadataStores/STORE/{kind.collection}/ID",
-        )
-    check_store(store, field)
-
-
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The MetadataService handler."""
     store = metadata_of(state)
 
@@ -158,46 +137,6 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
 
         return purge
 
-    # -- links and lineage ------------------------------------------------------------------
-    def add_members(
-        request: ms.AddContextArtifactsAndExecutionsRequest,
-    ) -> ms.AddContextArtifactsAndExecutionsResponse:
-        check_node(request.context, CONTEXTS, "context")
-        same_store(request.context, [*request.artifacts, *request.executions])
-        store.add_to_context(request.context, request.artifacts, request.executions)
-        return ms.AddContextArtifactsAndExecutionsResponse()
-
-    def add_children(request: ms.AddContextChildrenRequest) -> ms.AddContextChildrenResponse:
-        check_node(request.context, CONTEXTS, "context")
-        same_store(request.context, request.child_contexts)
-        store.add_children(request.context, request.child_contexts)
-        return ms.AddContextChildrenResponse()
-
-    def remove_children(
-        request: ms.RemoveContextChildrenRequest,
-    ) -> ms.RemoveContextChildrenResponse:
-        check_node(request.context, CONTEXTS, "context")
-        store.remove_children(request.context, request.child_contexts)
-        return ms.RemoveContextChildrenResponse()
-
-    def add_events(request: ms.AddExecutionEventsRequest) -> ms.AddExecutionEventsResponse:
-        check_node(request.execution, EXECUTIONS, "execution")
-        same_store(request.execution, [e.artifact for e in request.events])
-        store.add_events(request.execution, request.events)
-        return ms.AddExecutionEventsResponse()
-
-    def inputs_outputs(request: ms.QueryExecutionInputsAndOutputsRequest) -> Any:
-        check_node(request.execution, EXECUTIONS, "execution")
-        return store.inputs_and_outputs(request.execution)
-
-    def context_lineage(request: ms.QueryContextLineageSubgraphRequest) -> Any:
-        check_node(request.context, CONTEXTS, "context")
-        return store.context_subgraph(request.context)
-
-    def artifact_lineage(request: ms.QueryArtifactLineageSubgraphRequest) -> Any:
-        check_node(request.artifact, ARTIFACTS, "artifact")
-        return store.artifact_subgraph(request.artifact, request.max_hops, request.filter)
-
     # -- schemas ----------------------------------------------------------------------------
     def create_schema(request: ms.CreateMetadataSchemaRequest) -> Any:
         check_store(request.parent)
@@ -225,16 +164,6 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
         return ms.ListMetadataSchemasResponse(
             metadata_schemas=page.items, next_page_token=page.next_token
         )
-
-    def same_store(owner: str, names: Any) -> None:
-        home = store_of(owner)
-        for name in names:
-            if store_of(name) != home:
-                raise InputError.of(
-                    "request",
-                    f"{brief(name)} is not in {home}; accepted: resources of the same "
-                    "MetadataStore",
-                )
 
     op = operations_pb2.Operation
     return service(
@@ -292,26 +221,6 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
                 ms.PurgeContextsRequest,
                 op,
             ),
-            "AddContextArtifactsAndExecutions": (
-                add_members,
-                ms.AddContextArtifactsAndExecutionsRequest,
-                ms.AddContextArtifactsAndExecutionsResponse,
-            ),
-            "AddContextChildren": (
-                add_children,
-                ms.AddContextChildrenRequest,
-                ms.AddContextChildrenResponse,
-            ),
-            "RemoveContextChildren": (
-                remove_children,
-                ms.RemoveContextChildrenRequest,
-                ms.RemoveContextChildrenResponse,
-            ),
-            "QueryContextLineageSubgraph": (
-                context_lineage,
-                ms.QueryContextLineageSubgraphRequest,
-                lineage_types.LineageSubgraph,
-            ),
             "CreateExecution": (
                 creator(EXECUTIONS, "execution", "execution_id"),
                 ms.CreateExecutionRequest,
@@ -334,16 +243,6 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
                 ms.PurgeExecutionsRequest,
                 op,
             ),
-            "AddExecutionEvents": (
-                add_events,
-                ms.AddExecutionEventsRequest,
-                ms.AddExecutionEventsResponse,
-            ),
-            "QueryExecutionInputsAndOutputs": (
-                inputs_outputs,
-                ms.QueryExecutionInputsAndOutputsRequest,
-                lineage_types.LineageSubgraph,
-            ),
             "CreateMetadataSchema": (
                 create_schema,
                 ms.CreateMetadataSchemaRequest,
@@ -359,10 +258,6 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
                 ms.ListMetadataSchemasRequest,
                 ms.ListMetadataSchemasResponse,
             ),
-            "QueryArtifactLineageSubgraph": (
-                artifact_lineage,
-                ms.QueryArtifactLineageSubgraphRequest,
-                lineage_types.LineageSubgraph,
-            ),
+            **link_methods(store),
         },
     )

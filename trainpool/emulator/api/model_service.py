@@ -14,7 +14,7 @@ from google.longrunning import operations_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, not_found, service
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import MODELS
 from trainpool.emulator.state import EmulatorState
@@ -22,7 +22,7 @@ from trainpool.emulator.state import EmulatorState
 SERVICE = "google.cloud.aiplatform.v1.ModelService"
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The ModelService handler."""
 
     def upload(request: ms.UploadModelRequest) -> operations_pb2.Operation:

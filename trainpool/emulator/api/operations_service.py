@@ -20,7 +20,7 @@ from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import paging
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
@@ -32,7 +32,7 @@ server may still wait less than the timeout")."""
 POLL_S = 0.1
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     operations = state.operations
 
     def get(request: operations_pb2.GetOperationRequest) -> operations_pb2.Operation:

@@ -1,8 +1,8 @@
 """``google.cloud.aiplatform.v1.PipelineService``: PipelineJobs and TrainingPipelines.
 
 PipelineJobs (Create, Get, List, Cancel, Delete, BatchCancel, BatchDelete) run locally,
-each in a process of its own (:mod:`trainpool.emulator.pipelines.runs`), created by
-:func:`trainpool.emulator.pipelines.jobs.create` (as a Schedule's runs are). List takes
+each in a process of its own (:mod:`trainpool.emulator.pipeline_jobs.runs`), created by
+:func:`trainpool.emulator.pipeline_jobs.jobs.create` (as a Schedule's runs are). List takes
 Vertex's filters and ``order_by``, newest first by default
 (:mod:`trainpool.emulator.records.paging`). Delete refuses an unfinished job, as the
 emulator's JobService does; BatchDelete is atomic ("If it fails, none of the PipelineJobs
@@ -12,7 +12,7 @@ terminated"), both at most :data:`MAX_BATCH` names (aiplatform v1
 ``pipeline_service.proto``); both answer a finished Operation.
 TrainingPipelines (Create, Get, List, Cancel, Delete), what the SDK's
 ``Custom*TrainingJob`` classes create, run a backing CustomJob
-(:mod:`trainpool.emulator.pipelines.training`).
+(:mod:`trainpool.emulator.jobs.training_pipelines`).
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from google.protobuf import empty_pb2, json_format
 from trainpool.emulator import field_coverage
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, already_exists, not_found, precondition, service
-from trainpool.emulator.jobs.runner import Runner
-from trainpool.emulator.pipelines import jobs, training
-from trainpool.emulator.pipelines.runs import TERMINAL, PipelineRuns, runs_of
+from trainpool.emulator.jobs import training_pipelines
+from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.pipeline_jobs import jobs
+from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineRuns, runs_of
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState
@@ -43,7 +44,10 @@ MAX_BATCH = 32
 
 class PipelineService:
     def __init__(
-        self, state: EmulatorState, runs: PipelineRuns, trainings: training.TrainingPipelines
+        self,
+        state: EmulatorState,
+        runs: PipelineRuns,
+        trainings: training_pipelines.TrainingPipelines,
     ) -> None:
         self.state = state
         self.records = state.records
@@ -56,7 +60,7 @@ class PipelineService:
         return self.runs.read(job if job.state in TERMINAL else self.runs.fill_details(job))
 
     def create_job(self, request: ps.CreatePipelineJobRequest) -> Any:
-        """The one create path (:func:`trainpool.emulator.pipelines.jobs.create`), which a
+        """The one create path (:func:`trainpool.emulator.pipeline_jobs.jobs.create`), which a
         Schedule's runs take too."""
         requests.check_parent(request.parent)
         job = request.pipeline_job
@@ -156,7 +160,7 @@ class PipelineService:
                     upload.artifact_uri, "training_pipeline.model_to_upload.artifact_uri"
                 )
         fields = requests.check_fields("training_pipeline", pipeline)
-        spec = training.backing_job_spec(pipeline)
+        spec = training_pipelines.backing_job_spec(pipeline)
         requests.check_job_spec(spec, "training_pipeline.training_task_inputs")
         notes = field_coverage.notes("training_pipeline", fields)
         return self.trainings.create(request.parent, pipeline, spec, notes)
@@ -179,7 +183,7 @@ class PipelineService:
 
     def delete_training(self, request: ps.DeleteTrainingPipelineRequest) -> Any:
         pipeline = self.get_training(request.name)
-        if pipeline.state not in training.FINAL:
+        if pipeline.state not in training_pipelines.FINAL:
             raise precondition(
                 f"Cannot delete TrainingPipeline {pipeline.name} in state {pipeline.state.name}: "
                 "cancel it and wait until it ends."
@@ -188,9 +192,11 @@ class PipelineService:
         return self.state.finished(pipeline.name)
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The PipelineService handler: PipelineJobs and TrainingPipelines."""
-    pipelines = PipelineService(state, runs_of(state, runner), training.TrainingPipelines(runner))
+    pipelines = PipelineService(
+        state, runs_of(state, manager), training_pipelines.TrainingPipelines(manager)
+    )
     return service(
         SERVICE,
         {

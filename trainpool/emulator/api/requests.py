@@ -18,12 +18,13 @@ from typing import Any
 
 from trainpool.emulator import field_coverage
 from trainpool.emulator.api.rpc import not_found
-from trainpool.emulator.records.resources import Kind, Records
+from trainpool.emulator.records.kinds import Kind
+from trainpool.emulator.records.resources import Records
 from trainpool.errors import InputError, Problem, brief
 from trainpool.plan import PlanError, validate_custom_job_spec
 from trainpool.plan.label_rules import label_problems
 from trainpool.plan.regions import location_problem
-from trainpool.plan.study import validate_study
+from trainpool.plan.study_rules import validate_study
 from trainpool.plan.text_rules import display_name_problem, gcs_uri_problem, nul_paths
 
 PROJECT = r"(?:[a-z0-9][a-z0-9.-]{0,61}[a-z0-9]:)?[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"

@@ -22,7 +22,7 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, precondition, service
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.kinds import SCHEDULES
 from trainpool.emulator.schedules import changes, rules
 from trainpool.emulator.schedules.firer import Firer, firer_of
@@ -189,9 +189,9 @@ class ScheduleService:
         return self.state.finished(request.name)
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The ScheduleService handler; starts the emulator's schedule firer."""
-    schedules = ScheduleService(state, firer_of(state, runner))
+    schedules = ScheduleService(state, firer_of(state, manager))
     return service(
         SERVICE,
         {

@@ -43,7 +43,7 @@ from google.longrunning import operations_pb2
 
 from trainpool.emulator.api.requests import PROJECT
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import paging
 from trainpool.emulator.records.database import Database
 from trainpool.emulator.records.operations import pack
@@ -154,7 +154,7 @@ def service_of(parent: str, service_id: str, enabled: bool) -> resources.Service
     )
 
 
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The ServiceUsage handler."""
     enabled = EnabledServices(state.db)
 

@@ -4,14 +4,15 @@ What the SDK's ``aiplatform.Tensorboard*`` classes, ``log_time_series_metrics`` 
 ``get_experiment_df`` (time series columns), ``aiplatform.upload_tb_log`` /
 ``start_upload_tb_log`` (the uploader) and a CustomJob's ``tensorboard``
 (:mod:`trainpool.emulator.tensorboards.uploads`) call, kept by
-:mod:`trainpool.emulator.tensorboards.store`. Not served (UNIMPLEMENTED, naming them):
-``ReadTensorboardBlobData`` (a server stream; the uploader writes blobs to Cloud Storage and
-the SDK never reads them back) and ``ReadTensorboardUsage`` (Google's monthly billing view).
+:mod:`trainpool.emulator.tensorboards.store`. Here: the resources (Tensorboards, experiments,
+runs, time series); their data methods are :mod:`trainpool.emulator.api.tensorboard_data`.
+Not served (UNIMPLEMENTED, naming them): ``ReadTensorboardBlobData`` (a server stream; the
+uploader writes blobs to Cloud Storage and the SDK never reads them back) and
+``ReadTensorboardUsage`` (Google's monthly billing view).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from google.cloud.aiplatform_v1.types import tensorboard as tb
@@ -23,28 +24,21 @@ from google.longrunning import operations_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.jobs.runner import Runner
+from trainpool.emulator.api.tensorboard_data import data_methods
+from trainpool.emulator.api.tensorboard_names import check_name
+from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.kinds import (
     TENSORBOARD_EXPERIMENTS,
     TENSORBOARD_RUNS,
     TENSORBOARD_TIME_SERIES,
     TENSORBOARDS,
+    Kind,
 )
-from trainpool.emulator.records.resources import Kind
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.tensorboards.store import MAX_BATCH, tensorboards_of
 from trainpool.errors import InputError, brief
 
 SERVICE = "google.cloud.aiplatform.v1.TensorboardService"
-_PATHS = {
-    TENSORBOARDS.collection: r"projects/[^/]+/locations/[^/]+/tensorboards/[^/]+",
-    TENSORBOARD_EXPERIMENTS.collection: r"projects/[^/]+/locations/[^/]+/tensorboards/[^/]+"
-    r"/experiments/[^/]+",
-    TENSORBOARD_RUNS.collection: r"projects/[^/]+/locations/[^/]+/tensorboards/[^/]+"
-    r"/experiments/[^/]+/runs/[^/]+",
-    TENSORBOARD_TIME_SERIES.collection: r"projects/[^/]+/locations/[^/]+/tensorboards/[^/]+"
-    r"/experiments/[^/]+/runs/[^/]+/timeSeries/[^/]+",
-}
 _UPDATABLE = {
     TENSORBOARDS.collection: ("display_name", "description", "labels", "is_default"),
     TENSORBOARD_EXPERIMENTS.collection: ("display_name", "description", "labels"),
@@ -53,15 +47,7 @@ _UPDATABLE = {
 }
 
 
-def check_name(name: str, kind: Kind, field: str = "name") -> None:
-    """INVALID_ARGUMENT unless ``name`` is a resource name of ``kind``."""
-    if not re.fullmatch(_PATHS[kind.collection], name or ""):
-        shape = _PATHS[kind.collection].replace("[^/]+", "ID").replace("\\", "")
-        raise InputError.of(field, f"{brief(name)} is not a {kind.label} name; accepted: {shape}")
-    requests.check_parent("/".join(name.split("/")[:4]), field)
-
-
-def handler(state: EmulatorState, runner: Runner) -> Service:
+def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The TensorboardService handler."""
     store = tensorboards_of(state)
 
@@ -176,77 +162,6 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
                     "batch's parent",
                 )
 
-    def write_run(request: ts.WriteTensorboardRunDataRequest) -> Any:
-        check_name(request.tensorboard_run, TENSORBOARD_RUNS, "tensorboard_run")
-        store.write_run(request.tensorboard_run, request.time_series_data)
-        return ts.WriteTensorboardRunDataResponse()
-
-    def write_experiment(request: ts.WriteTensorboardExperimentDataRequest) -> Any:
-        check_name(
-            request.tensorboard_experiment, TENSORBOARD_EXPERIMENTS, "tensorboard_experiment"
-        )
-        for index, run_request in enumerate(request.write_run_data_requests):
-            field = f"write_run_data_requests[{index}].tensorboard_run"
-            check_name(run_request.tensorboard_run, TENSORBOARD_RUNS, field)
-            if not run_request.tensorboard_run.startswith(request.tensorboard_experiment + "/"):
-                raise InputError.of(
-                    field,
-                    f"{brief(run_request.tensorboard_run)} is not a run of "
-                    f"{request.tensorboard_experiment}",
-                )
-        for index, run_request in enumerate(request.write_run_data_requests):
-            store.write_run(
-                run_request.tensorboard_run,
-                run_request.time_series_data,
-                f"write_run_data_requests[{index}].time_series_data",
-            )
-        return ts.WriteTensorboardExperimentDataResponse()
-
-    def read(request: ts.ReadTensorboardTimeSeriesDataRequest) -> Any:
-        check_name(
-            request.tensorboard_time_series, TENSORBOARD_TIME_SERIES, "tensorboard_time_series"
-        )
-        no_filter(request.filter)
-        return ts.ReadTensorboardTimeSeriesDataResponse(
-            time_series_data=store.read(request.tensorboard_time_series, request.max_data_points)
-        )
-
-    def batch_read(request: ts.BatchReadTensorboardTimeSeriesDataRequest) -> Any:
-        check_name(request.tensorboard, TENSORBOARDS, "tensorboard")
-        data = []
-        for index, name in enumerate(request.time_series):
-            check_name(name, TENSORBOARD_TIME_SERIES, f"time_series[{index}]")
-            if not name.startswith(request.tensorboard + "/"):
-                raise InputError.of(
-                    f"time_series[{index}]", f"{brief(name)} is not in {request.tensorboard}"
-                )
-            data.append(store.read(name, 0))
-        return ts.BatchReadTensorboardTimeSeriesDataResponse(time_series_data=data)
-
-    def export(request: ts.ExportTensorboardTimeSeriesDataRequest) -> Any:
-        check_name(
-            request.tensorboard_time_series, TENSORBOARD_TIME_SERIES, "tensorboard_time_series"
-        )
-        no_filter(request.filter)
-        points, token = store.export(
-            request.tensorboard_time_series, request.page_size, request.page_token, request.order_by
-        )
-        return ts.ExportTensorboardTimeSeriesDataResponse(
-            time_series_data_points=points, next_page_token=token
-        )
-
-    def size(request: ts.ReadTensorboardSizeRequest) -> Any:
-        check_name(request.tensorboard, TENSORBOARDS, "tensorboard")
-        return ts.ReadTensorboardSizeResponse(storage_size_byte=store.size(request.tensorboard))
-
-    def no_filter(text: str) -> None:
-        if text.strip():
-            raise InputError.of(
-                "filter",
-                f"{brief(text)}: the emulator reads a time series' data whole; accepted: no "
-                "filter (Vertex documents no grammar for it)",
-            )
-
     op = operations_pb2.Operation
     experiment_create = creator(
         TENSORBOARD_EXPERIMENTS, "tensorboard_experiment", "tensorboard_experiment_id", TENSORBOARDS
@@ -276,11 +191,6 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
                 ts.ListTensorboardsResponse,
             ),
             "DeleteTensorboard": (deleter(TENSORBOARDS), ts.DeleteTensorboardRequest, op),
-            "ReadTensorboardSize": (
-                size,
-                ts.ReadTensorboardSizeRequest,
-                ts.ReadTensorboardSizeResponse,
-            ),
             "CreateTensorboardExperiment": (
                 experiment_create,
                 ts.CreateTensorboardExperimentRequest,
@@ -377,30 +287,6 @@ def handler(state: EmulatorState, runner: Runner) -> Service:
                 ts.DeleteTensorboardTimeSeriesRequest,
                 op,
             ),
-            "BatchReadTensorboardTimeSeriesData": (
-                batch_read,
-                ts.BatchReadTensorboardTimeSeriesDataRequest,
-                ts.BatchReadTensorboardTimeSeriesDataResponse,
-            ),
-            "ReadTensorboardTimeSeriesData": (
-                read,
-                ts.ReadTensorboardTimeSeriesDataRequest,
-                ts.ReadTensorboardTimeSeriesDataResponse,
-            ),
-            "WriteTensorboardExperimentData": (
-                write_experiment,
-                ts.WriteTensorboardExperimentDataRequest,
-                ts.WriteTensorboardExperimentDataResponse,
-            ),
-            "WriteTensorboardRunData": (
-                write_run,
-                ts.WriteTensorboardRunDataRequest,
-                ts.WriteTensorboardRunDataResponse,
-            ),
-            "ExportTensorboardTimeSeriesData": (
-                export,
-                ts.ExportTensorboardTimeSeriesDataRequest,
-                ts.ExportTensorboardTimeSeriesDataResponse,
-            ),
+            **data_methods(store.points),
         },
     )

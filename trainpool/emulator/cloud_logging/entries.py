@@ -3,8 +3,8 @@
 Vertex sends what each replica's container writes to Cloud Logging, one entry per line, as
 entries of the monitored resource ``ml_job`` ("These resources upon execution generate logs
 entries with resource.type "ml_job"": Google Cloud Community, "Aggregate Vertex AI model
-training logs in a BigQuery Table", 2022); Vertex's own logging page was not in reach, so the
-shape below is read from gcloud's code and from entries users have quoted:
+training logs in a BigQuery Table", 2022); the shape below is read from gcloud's code and from
+entries users have quoted:
 
 - ``resource``: ``{"type": "ml_job", "labels": {"job_id", "project_id", "task_name"}}``
   (the monitored resource gcloud's ``ai custom-jobs stream-logs`` filters on:

@@ -21,23 +21,23 @@ https://cloud.google.com/logging/docs/view/logging-query-language):
 
 Functions (``SEARCH``, ``log_id``, ``sample``, ``ip_in_net``) are refused with
 INVALID_ARGUMENT naming them: the emulator does not evaluate them. A query is at most
-:data:`MAX_CHARS` characters and :data:`MAX_TERMS` comparisons (the emulator's bounds; Cloud
-Logging's own limit on a filter is 20,000 characters).
+:data:`MAX_CHARS` characters and :data:`~.grammar.MAX_TERMS` comparisons (the emulator's
+bounds; Cloud Logging's own limit on a filter is 20,000 characters).
+
+The query's tokens and parse tree are :mod:`trainpool.emulator.cloud_logging.grammar`; here
+a query is parsed and checked, and entries are tested against it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from trainpool.errors import InputError
+from trainpool.emulator.cloud_logging.grammar import Node, Parser, refuse
 
 MAX_CHARS = 20_000
-MAX_TERMS = 200
-MAX_DEPTH = 32
 SEVERITIES = (
     "DEFAULT",
     "DEBUG",
@@ -50,184 +50,10 @@ SEVERITIES = (
     "EMERGENCY",
 )
 SEVERITY_NUMBERS = {name: index * 100 for index, name in enumerate(SEVERITIES)}
-_OPERATORS = ("=~", "!~", ">=", "<=", "!=", "=", ">", "<", ":")
-_TOKEN = re.compile(
-    r"""\s*(?:
-        (?P<string>"(?:[^"\\]|\\.)*")
-      | (?P<op>=~|!~|>=|<=|!=|=|>|<|:)
-      | (?P<paren>[()])
-      | (?P<minus>-(?=[\w"(]))
-      | (?P<word>[^\s()"=!<>:]+(?:"(?:[^"\\]|\\.)*"[^\s()"=!<>:]*)*)
-    )""",
-    re.VERBOSE,
-)
 Entry = dict[str, Any]
 
 
-def _refuse(message: str) -> InputError:
-    return InputError.of("filter", message)
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str
-    text: str
-
-
-def tokens(text: str) -> list[Token]:
-    out: list[Token] = []
-    position = 0
-    while position < len(text):
-        if text[position:].strip() == "":
-            break
-        found = _TOKEN.match(text, position)
-        if found is None or found.end() == position:
-            raise _refuse(f"cannot read the query at {text[position : position + 20]!r}")
-        kind = found.lastgroup or ""
-        out.append(Token(kind, found.group(kind)))
-        position = found.end()
-    return out
-
-
-def _unquote(text: str) -> str:
-    body = text[1:-1]
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
-
-
 Predicate = Callable[[Entry], bool]
-
-
-@dataclass(frozen=True)
-class Node:
-    """A parsed query: ``kind`` AND, OR, NOT (``children``), CMP (``path``, ``op``,
-    ``values``, ``joiner``) or HAS (a global restriction: ``values[0]``)."""
-
-    kind: str
-    children: tuple[Node, ...] = ()
-    path: tuple[str, ...] = ()
-    op: str = ""
-    values: tuple[str, ...] = ()
-    joiner: str = "OR"
-
-
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.tokens = tokens(text)
-        self.at = 0
-        self.terms = 0
-        self.depth = 0
-
-    def peek(self) -> Token | None:
-        return self.tokens[self.at] if self.at < len(self.tokens) else None
-
-    def take(self) -> Token:
-        token = self.peek()
-        if token is None:
-            raise _refuse("the query ends too soon")
-        self.at += 1
-        return token
-
-    @staticmethod
-    def _is_word(token: Token | None, word: str) -> bool:
-        return token is not None and token.kind == "word" and token.text == word
-
-    def expression(self) -> Node:
-        """AND of OR-terms; comparisons side by side are ANDed."""
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise _refuse(f"parentheses nested deeper than {MAX_DEPTH}")
-        parts = [self.disjunction()]
-        while True:
-            token = self.peek()
-            if token is None or (token.kind == "paren" and token.text == ")"):
-                break
-            if self._is_word(token, "AND"):
-                self.take()
-            parts.append(self.disjunction())
-        self.depth -= 1
-        return parts[0] if len(parts) == 1 else Node("AND", tuple(parts))
-
-    def disjunction(self) -> Node:
-        parts = [self.negation()]
-        while self._is_word(self.peek(), "OR"):
-            self.take()
-            parts.append(self.negation())
-        return parts[0] if len(parts) == 1 else Node("OR", tuple(parts))
-
-    def negation(self) -> Node:
-        token = self.peek()
-        if self._is_word(token, "NOT") or (token is not None and token.kind == "minus"):
-            self.take()
-            return Node("NOT", (self.negation(),))
-        return self.primary()
-
-    def primary(self) -> Node:
-        token = self.take()
-        if token.kind == "paren" and token.text == "(":
-            inner = self.expression()
-            if self.take().text != ")":
-                raise _refuse("a parenthesis is not closed")
-            return inner
-        if token.kind not in ("word", "string"):
-            raise _refuse(f"{token.text!r} where a field or a value belongs")
-        following = self.peek()
-        if (
-            token.kind == "word"
-            and following is not None
-            and following.kind == "paren"
-            and following.text == "("
-        ):
-            raise _refuse(
-                f"the function {token.text}() is not evaluated by the emulator; accepted: "
-                "comparisons (FIELD OP VALUE) joined by AND, OR, NOT"
-            )
-        self.terms += 1
-        if self.terms > MAX_TERMS:
-            raise _refuse(f"more than {MAX_TERMS} comparisons")
-        if following is not None and following.kind == "op":
-            if token.kind != "word":
-                raise _refuse(f"{token.text} is not a field name")
-            operator = self.take().text
-            values, joiner = self.values()
-            return Node(
-                "CMP",
-                path=tuple(_field_path(token.text)),
-                op=operator,
-                values=values,
-                joiner=joiner,
-            )
-        text = _unquote(token.text) if token.kind == "string" else token.text
-        return Node("HAS", values=(text,))
-
-    def values(self) -> tuple[tuple[str, ...], str]:
-        """A value, or values joined by OR (or AND) in parentheses."""
-        token = self.take()
-        if token.kind == "paren" and token.text == "(":
-            items: list[str] = []
-            joiner = "OR"
-            while True:
-                item = self.take()
-                if item.kind == "paren" and item.text == ")":
-                    break
-                if self._is_word(item, "OR") or self._is_word(item, "AND"):
-                    joiner = item.text
-                    continue
-                if item.kind not in ("word", "string"):
-                    raise _refuse(f"{item.text!r} inside a list of values")
-                items.append(_unquote(item.text) if item.kind == "string" else item.text)
-            if not items:
-                raise _refuse("an empty list of values")
-            return tuple(items), joiner
-        if token.kind not in ("word", "string"):
-            raise _refuse(f"{token.text!r} where a value belongs")
-        return (_unquote(token.text) if token.kind == "string" else token.text,), "OR"
-
-
-def _field_path(text: str) -> list[str]:
-    parts: list[str] = []
-    for match in re.finditer(r'"((?:[^"\\]|\\.)*)"|([^."]+)', text):
-        parts.append(match.group(1) if match.group(1) is not None else match.group(2))
-    return parts
 
 
 def lookup(entry: Entry, path: list[str]) -> Any:
@@ -279,7 +105,7 @@ def _test(node: Node, field: Any, value: str) -> bool:
         try:
             return re.search(value, "" if field is None else _text(field)) is not None
         except re.error as err:
-            raise _refuse(f"{value!r} is not a regular expression: {err}") from None
+            raise refuse(f"{value!r} is not a regular expression: {err}") from None
     if field is None:
         return operator == "!="
     if operator == ":":
@@ -287,12 +113,12 @@ def _test(node: Node, field: Any, value: str) -> bool:
     if name == "severity":
         left, right = _severity(str(field)), _severity(value)
         if left is None or right is None:
-            raise _refuse(f"severity {value!r}; accepted: {', '.join(SEVERITIES)}")
+            raise refuse(f"severity {value!r}; accepted: {', '.join(SEVERITIES)}")
         return _compare(left, right, operator)
     if name in ("timestamp", "receiveTimestamp"):
         left_t, right_t = _time(str(field)), _time(value)
         if right_t is None:
-            raise _refuse(f"{name} {value!r}; accepted: an RFC 3339 time")
+            raise refuse(f"{name} {value!r}; accepted: an RFC 3339 time")
         return left_t is not None and _compare(left_t, right_t, operator)
     if isinstance(field, bool):
         return _compare(str(field).lower(), value.lower(), operator)
@@ -349,14 +175,14 @@ def parse(text: str) -> Node | None:
     """Query ``text`` parsed (None when empty: every entry matches); InputError naming what
     is wrong. Values are checked when an entry is tested against them."""
     if len(text) > MAX_CHARS:
-        raise _refuse(f"{len(text):,} characters; accepted: at most {MAX_CHARS:,}")
+        raise refuse(f"{len(text):,} characters; accepted: at most {MAX_CHARS:,}")
     if not text.strip():
         return None
-    parser = _Parser(text)
+    parser = Parser(text)
     node = parser.expression()
     extra = parser.peek()
     if extra is not None:
-        raise _refuse(f"unexpected {extra.text!r}")
+        raise refuse(f"unexpected {extra.text!r}")
     _check_values(node)
     return node
 
@@ -370,6 +196,6 @@ def _check_values(node: Node) -> None:
     name = ".".join(node.path)
     for value in node.values:
         if name == "severity" and _severity(value) is None:
-            raise _refuse(f"severity {value!r}; accepted: {', '.join(SEVERITIES)} or a number")
+            raise refuse(f"severity {value!r}; accepted: {', '.join(SEVERITIES)} or a number")
         if name in ("timestamp", "receiveTimestamp") and _time(value) is None:
-            raise _refuse(f"{name} {value!r}; accepted: an RFC 3339 time with its zone")
+            raise refuse(f"{name} {value!r}; accepted: an RFC 3339 time with its zone")

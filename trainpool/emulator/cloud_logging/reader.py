@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from trainpool.emulator.cloud_logging import entries as job_logs
-from trainpool.emulator.cloud_logging.query import Node, matches, required
+from trainpool.emulator.cloud_logging.grammar import Node
+from trainpool.emulator.cloud_logging.query import matches, required
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
 

@@ -183,8 +183,8 @@ class StorageServer(Loopback):
         objects = Objects(home.gcs, self.address)
         self.store = routes.Store(objects, Uploads(objects, home.storage_uploads, limit))
 
-    def stop(self) -> None:
-        super().stop()
+    def close(self) -> None:
+        super().close()
         self.store.uploads.close()
 
 

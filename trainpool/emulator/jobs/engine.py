@@ -35,9 +35,9 @@ WORKERS = 2
 """Threads that run jobs' calls (records, starts of replicas, sweeps' decisions). The calls are
 short: the waits are on ``setup`` and ``stops``. Every thread of the emulator shares one GIL
 with the gRPC handlers: more of them runnable at once only makes each call wait longer for
-it. ``benchmarks/bench_load.py`` (20 clients x 50 jobs, 2 CPUs), three alternating pairs, 2
-job threads and 8 handler threads vs 8 and 12: Create p99 81, 73, 107 vs 112, 118, 145 ms;
-Get p99 47, 43, 53 vs 66, 70, 88 ms; peak threads 28 vs 38; the jobs ended as soon."""
+it, and more job threads did not end jobs sooner. ``benchmarks/bench_load.py`` measures it;
+its figures for this choice are on the benchmarks page (docs/reference/benchmarks.md, "The
+emulator under load")."""
 SETUP_WORKERS = 4
 """Threads that plan jobs' replicas (package installs); a job waits PENDING for one."""
 STOP_WORKERS = 4
@@ -107,11 +107,13 @@ class Engine:
         self,
         workers: int = WORKERS,
         setup_workers: int = SETUP_WORKERS,
-        stop_workers: int = STOP_WORKERS,
+        terminate_workers: int = STOP_WORKERS,
     ) -> None:
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="trainpool-job")
         self.setup = ThreadPoolExecutor(setup_workers, thread_name_prefix="trainpool-setup")
-        self.stops = ThreadPoolExecutor(stop_workers, thread_name_prefix="trainpool-stop")
+        self.terminations = ThreadPoolExecutor(
+            terminate_workers, thread_name_prefix="trainpool-terminate"
+        )
         self.timers = Timers()
 
     def serial(self, on_error: Callable[[BaseException], None]) -> Serial:
@@ -121,7 +123,7 @@ class Engine:
     def close(self) -> None:
         self.timers.close()
         self.setup.shutdown(wait=False, cancel_futures=True)
-        self.stops.shutdown(wait=False, cancel_futures=True)
+        self.terminations.shutdown(wait=False, cancel_futures=True)
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -36,10 +36,9 @@ PERMANENT_EXIT_CODES: dict[int, str] = {
     126: "the command cannot be executed",
     127: "the command was not found",
 }
-"""The "common errors" by exit code. The page's exit-code table could not be read whole in
-this project's copy of the page (its search excerpts stop before it): these three are the
-codes we take it to list (1: an uncaught exception in Python; 126/127: the container's
-command cannot run). Confirm against the page before relying on the exact set; any other
+"""The "common errors" by exit code: the codes the emulator reads the page's exit-code table
+to list (1: an uncaught exception in Python; 126/127: the container's command cannot run).
+The set is the emulator's reading, so check the page before relying on it exactly; any other
 non-zero exit, signals included (137 = SIGKILL, e.g. out of memory), is not permanent."""
 
 # google.rpc.Code values Vertex puts in CustomJob.error
@@ -120,21 +119,22 @@ Spot VMs: "Compute Engine might preemptively stop or delete (preempt) Spot VMs t
 the capacity at any time" ("Use Spot VMs with training",
 https://cloud.google.com/vertex-ai/docs/training/use-spot-vms). FLEX_START ("Flex Start
 strategy uses DWS to queue for resources", ``Scheduling.Strategy`` in the aiplatform v1
-proto) runs on Dynamic Workload Scheduler capacity, which issue #12 treats as preemptible
-too. A STANDARD job's VMs are not reclaimed: VM maintenance restarts the worker on another
-VM with the same hostname ("Understand the custom training service", "Restart workers
-during the training job"), it does not end the job, so the emulator refuses to preempt one."""
+proto) runs on Dynamic Workload Scheduler capacity, which the emulator treats as preemptible
+too, like Spot capacity. A STANDARD job's VMs are not reclaimed: VM maintenance restarts the
+worker on another VM with the same hostname ("Understand the custom training service",
+"Restart workers during the training job"), it does not end the job, so the emulator refuses
+to preempt one."""
 
 PREEMPTION_RULE = (
     "When Spot VMs are preempted, the job fails with a STOCKOUT error "
     '(https://cloud.google.com/vertex-ai/docs/training/use-spot-vms, "Preemption handling")'
 )
 """What Vertex does with a preempted job, as its Spot pages word it: the job "fails with a
-STOCKOUT error and Compute Engine tries to restart the job up to six times". The training
-page could not be read whole in this project's copy of the docs; the inference page, same
-section (https://cloud.google.com/vertex-ai/docs/predictions/use-spot-vms), reads so word
-for word. The emulator's preemption is the one those restarts do not recover from (no Spot
-capacity came back): the job ends FAILED at once, no replica restarted and no retry, so the
+STOCKOUT error and Compute Engine tries to restart the job up to six times"; the inference
+page's section of the same name
+(https://cloud.google.com/vertex-ai/docs/predictions/use-spot-vms) says so word for word. The
+emulator's preemption is the one those restarts do not recover from (no Spot capacity came
+back): the job ends FAILED at once, no replica restarted and no retry, so the
 caller (a KFP retry policy) creates the next job. ``error.code`` is RESOURCE_EXHAUSTED (8),
 google.rpc's code for "some resource has been exhausted"; the docs name the error STOCKOUT
 but not its code, so the code is the emulator's choice."""

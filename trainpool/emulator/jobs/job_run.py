@@ -36,19 +36,22 @@ from trainpool.emulator.jobs.failure_rules import (
     CODE_RESOURCE_EXHAUSTED,
     RetryPolicy,
 )
-from trainpool.emulator.jobs.launches import JobContext, LaunchError, plan_launches
+from trainpool.emulator.jobs.job_context import JobContext
+from trainpool.emulator.jobs.launches import plan_launches
 from trainpool.emulator.jobs.logs import JobLog
+from trainpool.emulator.jobs.outcomes import Outcome, controlled
 from trainpool.emulator.jobs.packages import PackageError
 from trainpool.emulator.jobs.processes import Launch, Replica
+from trainpool.emulator.jobs.programs import LaunchError
 from trainpool.emulator.jobs.quota import Quota, Ticket, replica_slots
-from trainpool.emulator.jobs.replicas import Outcome, ReplicaRun, controlled
+from trainpool.emulator.jobs.replicas import ReplicaRun
 from trainpool.emulator.records.database import MIN_FREE_BYTES, DiskFull, is_disk_full
 from trainpool.emulator.tensorboards import uploads
 from trainpool.spec.timing import duration_seconds
 
 
 class Host(Protocol):
-    """What a job's life needs of the engine's front (``jobs.runner.Runner``)."""
+    """What a job's life needs of the engine's front (``jobs.manager.JobManager``)."""
 
     engine: Engine
     quota: Quota
@@ -97,20 +100,20 @@ class JobRun:
 
     def __init__(
         self,
-        runner: Host,
+        manager: Host,
         name: str,
         spec: dict[str, Any],
         ctx: JobContext,
         controls: Controls,
         on_end: Callable[[Outcome], None] = lambda _: None,
     ) -> None:
-        self.runner = runner
+        self.manager = manager
         self.name = name
         self.spec = spec
         self.ctx = ctx
         self.controls = controls
         self.on_end = on_end
-        self.serial = runner.engine.serial(self._failed)
+        self.serial = manager.engine.serial(self._failed)
         self.note = JobLog(ctx.files.log)
         self.phase = "queued"
         self.ticket: Ticket | None = None
@@ -126,9 +129,9 @@ class JobRun:
         order = int(self.name.rsplit("/", 1)[-1])
         self.controls.listen(lambda: self.serial.send(self._controlled))
         self.ticket = Ticket(order, slots, lambda: self.serial.send(self._admitted))
-        if not self.runner.quota.request(self.ticket):
+        if not self.manager.quota.request(self.ticket):
             self.waited = True
-            quota = self.runner.quota
+            quota = self.manager.quota
             self.note(
                 f"waiting in state QUEUED for {slots} replica slot(s): {quota.used} of this "
                 f"machine's {quota.limit} are in use and {max(0, quota.waiting - 1)} other "
@@ -144,7 +147,7 @@ class JobRun:
         if self.phase == "queued":
             outcome = controlled(self.controls)
             if outcome is not None and self.ticket is not None:
-                if self.runner.quota.withdraw(self.ticket):
+                if self.manager.quota.withdraw(self.ticket):
                     self._end(outcome)
         elif self.phase == "running":
             self._step()
@@ -157,8 +160,8 @@ class JobRun:
             waited = time.monotonic() - self.ticket.since
             self.note(f"waited {waited:.1f} s in state QUEUED for replica slots; starting")
         self.phase = "setup"
-        self.runner.set_state(self.name, JobState.JOB_STATE_PENDING)
-        self.runner.engine.setup.submit(self._plan)
+        self.manager.set_state(self.name, JobState.JOB_STATE_PENDING)
+        self.manager.engine.setup.submit(self._plan)
 
     def _plan(self) -> None:
         """On the setup pool: the job's launches, or how it failed."""
@@ -186,10 +189,10 @@ class JobRun:
             timeout_s=duration_seconds(timeout) if timeout else None,
             on_started=self._started,
             note=self.note,
-            kill=self.runner.kill,
+            kill=self.manager.kill,
             wake=lambda: self.serial.send(self._step),
-            clock=self.runner.monotonic,
-            stopper=self.runner.engine.stops.submit,
+            clock=self.manager.monotonic,
+            terminator=self.manager.engine.terminations.submit,
             full=lambda: store_full(self.ctx.home.root),
         )
         self.phase = "running"
@@ -199,7 +202,7 @@ class JobRun:
             return
         first, self.first = self.first, None
         access = {la.name: la.web_access for la in planned if la.web_access}
-        self.runner.set_state(
+        self.manager.set_state(
             self.name, JobState.JOB_STATE_RUNNING, started=first or [], web_access=access
         )
         if self.ctx.trial_id is None:  # a trial's logs stay in its folder (field_coverage)
@@ -223,7 +226,7 @@ class JobRun:
         if self.first is not None:
             self.first += replicas
         else:
-            self.runner.record_groups(self.name, replicas)
+            self.manager.record_groups(self.name, replicas)
 
     def _step(self) -> None:
         if self.phase != "running" or self.run is None:
@@ -238,7 +241,7 @@ class JobRun:
             timer.cancel()  # changed, or fell due already
             self.timer = None
         if due is not None and self.timer is None:
-            self.timer = self.runner.engine.timers.at(due, lambda: self.serial.send(self._step))
+            self.timer = self.manager.engine.timers.at(due, lambda: self.serial.send(self._step))
 
     def _failed(self, err: BaseException) -> None:
         """A step raised: the job ends FAILED (its disk named when it is full)."""
@@ -258,7 +261,7 @@ class JobRun:
             stopping = True
         if stopping or upload is not None:
 
-            def stop() -> None:  # on the stopping pool: the grace period holds no job thread
+            def wind_up() -> None:  # on the terminating pool: the grace period holds no job thread
                 try:
                     if run is not None:
                         run.close()
@@ -268,7 +271,7 @@ class JobRun:
                     self.serial.send(lambda: self._ended(outcome))
 
             try:
-                self.runner.engine.stops.submit(stop)
+                self.manager.engine.terminations.submit(wind_up)
                 return
             except RuntimeError:  # the engine is shut down (the emulator stops): stop here
                 if upload is not None:
@@ -285,17 +288,17 @@ class JobRun:
         message = f": {outcome.message}" if outcome.message else ""
         steps: list[Callable[[], None]] = [
             lambda: self.note(f"ended {outcome.state}{message}"),
-            lambda: self.runner.finish(self.name, outcome),
+            lambda: self.manager.finish(self.name, outcome),
         ]
         if self.ticket is not None:
-            ticket, quota = self.ticket, self.runner.quota
+            ticket, quota = self.ticket, self.manager.quota
 
             def give_back() -> None:
                 if not quota.withdraw(ticket):
                     quota.release(ticket)
 
             steps.append(give_back)
-        steps += [lambda: self.on_end(outcome), lambda: self.runner.unregister(self.name)]
+        steps += [lambda: self.on_end(outcome), lambda: self.manager.unregister(self.name)]
         for step in steps:
             try:
                 step()

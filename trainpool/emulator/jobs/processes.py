@@ -256,7 +256,7 @@ def _kill(pgid: int, sig: int) -> None:
         pass
 
 
-def stop(replicas: list[Replica], grace_s: float | None = None) -> None:
+def terminate(replicas: list[Replica], grace_s: float | None = None) -> None:
     """Stop every replica's process group and reap the leaders (see :func:`stop_groups`)."""
     stop_groups([r.pgid for r in replicas], grace_s, reap=replicas)
     with _owned_lock:

@@ -82,7 +82,7 @@ def bundled_wheels() -> list[Path]:
 def venv_sites(venv: Path) -> list[Path]:
     """The site directories a virtual environment's Python has: its own, then those of the
     interpreter it was made from when ``pyvenv.cfg`` includes them (``--system-site-packages``:
-    a local image's environment, made by this interpreter, ``trainpool.images.local_store``)."""
+    a local image's environment, made by this interpreter, ``trainpool.images.image_store``)."""
     own = venv / "lib" / VERSION / "site-packages"
     config = (venv / "pyvenv.cfg").read_text() if (venv / "pyvenv.cfg").is_file() else ""
     settings = dict(

@@ -23,15 +23,15 @@
   found no room is the first to fail, and that failure is the disk's, not its code's.
 
 :class:`ReplicaRun` holds these rules as a state machine that nothing polls: ``begin()``
-starts the replicas, ``step()`` looks once at what happened and says the outcome when there
-is one, ``next_wake()`` says when a deadline falls due (timeout, an evaluator's grace, a
-test's kill). Its ``wake`` is called when a replica exits or a control is set; the job
-engine (:mod:`trainpool.emulator.jobs.job_run`) then runs ``step()`` on its pool.
-:func:`run_replicas` drives one run to its end in the calling thread.
+starts the replicas, ``step()`` looks once at what happened and says the outcome (an
+:class:`~trainpool.emulator.jobs.outcomes.Outcome`) when there is one, ``next_wake()``
+says when a deadline falls due (timeout, an evaluator's grace, a test's kill). Its ``wake``
+is called when a replica exits or a control is set; the job engine
+(:mod:`trainpool.emulator.jobs.job_run`) then runs ``step()`` on its pool.
 
 A restart stops the replicas it replaces first (SIGTERM, the grace period, SIGKILL). Given a
-``stopper`` (the engine's stopping pool; by default the stop is made at once, as
-:func:`run_replicas` does), that wait is made there, not in ``step()``: a
+``terminator`` (the engine's terminating pool; by default it is made at once), that wait
+is made there, not in ``step()``: a
 replica that ignores SIGTERM through a ``restartJobOnWorkerRestart`` restart or a job retry
 holds up no other job. The run stays RUNNING meanwhile and decides nothing else; the next
 ``step()`` after the stop starts the new replicas (Vertex restarts replicas in place, with
@@ -44,59 +44,26 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from trainpool.emulator.faults.config import KillFault
 from trainpool.emulator.jobs import processes, spawner
-from trainpool.emulator.jobs.controls import Controls, Flag, Stop
+from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.failure_rules import (
-    CODE_CANCELLED,
     CODE_DEADLINE_EXCEEDED,
     CODE_INVALID_ARGUMENT,
     CODE_RESOURCE_EXHAUSTED,
     PERMANENT_EXIT_CODES,
     RetryPolicy,
-    exit_message,
     is_permanent,
     preemption_message,
     status_text,
 )
+from trainpool.emulator.jobs.outcomes import Outcome, controlled, failure_message
 from trainpool.emulator.jobs.processes import Launch, Replica
 from trainpool.emulator.records.database import is_disk_full
 
-POLL_S = 0.05
-"""How often :func:`run_replicas` looks at controls that cannot wake it (plain Events)."""
 EVALUATOR_GRACE_S = 10.0
 DRIVERS = (0, 1)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How the replicas ended: ``state`` is "SUCCEEDED", "FAILED" or "CANCELLED"."""
-
-    state: str
-    code: int = 0
-    message: str = ""
-
-
-def failure_message(replica: Replica, status: int, detail: str = "") -> str:
-    """Vertex's first line, then the emulator's ``detail`` and the tail of the replica's log."""
-    message = exit_message(replica.launch.name, status)
-    if detail:
-        message += f"\n{detail}"
-    log_tail = processes.tail(replica.launch.log)
-    if log_tail:
-        message += f"\nLast lines of {replica.launch.log}:\n{log_tail}"
-    return message
-
-
-def controlled(controls: Controls) -> Outcome | None:
-    """The outcome a cancel or a stop asks for (None: neither is set)."""
-    if controls.cancel.is_set():
-        return Outcome("CANCELLED", CODE_CANCELLED, "CANCELED")
-    if controls.stop.is_set():
-        return Outcome("CANCELLED", CODE_CANCELLED, controls.stop.reason)
-    return None
 
 
 class ReplicaRun:
@@ -118,16 +85,16 @@ class ReplicaRun:
         kill: KillFault | None = None,
         wake: Callable[[], None] = lambda: None,
         clock: Callable[[], float] = time.monotonic,
-        stopper: Callable[[Callable[[], None]], object] = lambda stop: stop(),
+        terminator: Callable[[Callable[[], None]], object] = lambda stop: stop(),
         full: Callable[[], OSError | None] = lambda: None,
     ) -> None:
         self.launches = launches
         self.full = full
         """Why the store's disk is full (an OSError naming it), None when it is not."""
-        self.stopper = stopper
+        self.terminator = terminator
         """Runs a restart's stop of the old replicas (default: at once, in the caller)."""
         self.restarting: list[tuple[list[Launch], list[Replica], threading.Event]] = []
-        """Restarts whose old replicas are being stopped by the ``stopper``: their launches,
+        """Restarts whose old replicas are being stopped by the ``terminator``: their launches,
         the old replicas, and an event set once those are gone."""
         self.clock = clock
         self.controls = controls
@@ -176,23 +143,23 @@ class ReplicaRun:
             replica.on_exit(lambda _: self.wake())
 
     def restart(self, launches: list[Launch]) -> None:
-        """Stop ``launches``' replicas on the ``stopper``; the first :meth:`step` after the
+        """Stop ``launches``' replicas on the ``terminator``; the first :meth:`step` after the
         stop starts them again."""
         old = [self.replicas.pop(la.name) for la in launches]
         gone = threading.Event()
 
-        def stop() -> None:
+        def terminate_old() -> None:
             try:
-                processes.stop(old)
+                processes.terminate(old)
             finally:
                 gone.set()
                 self.wake()
 
         self.restarting.append((launches, old, gone))
         try:
-            self.stopper(stop)
-        except RuntimeError:  # the stopper is shut down (the emulator stops): stop here
-            stop()
+            self.terminator(terminate_old)
+        except RuntimeError:  # the terminator is shut down (the emulator closes): here
+            terminate_old()
 
     def _restart_stopped(self) -> None:
         """Start the replicas of every restart whose old ones are gone."""
@@ -213,7 +180,7 @@ class ReplicaRun:
         nothing more is started."""
         old = [r for _, replicas, gone in self.restarting if not gone.is_set() for r in replicas]
         self.restarting.clear()
-        processes.stop(list(self.replicas.values()) + old)
+        processes.terminate(list(self.replicas.values()) + old)
 
     def step(self) -> Outcome | None:
         """Look once at the controls, the deadlines and the replicas; the outcome when the run
@@ -348,57 +315,3 @@ class ReplicaRun:
                 f"retried {self.policy.job_retries} time(s).",
             ),
         )
-
-
-def run_replicas(
-    launches: list[Launch],
-    *,
-    cancel: threading.Event,
-    policy: RetryPolicy | None = None,
-    timeout_s: float | None = None,
-    on_started: Callable[[list[Replica]], None] = lambda _: None,
-    on_running: Callable[[], None] = lambda: None,
-    note: Callable[[str], None] = lambda _: None,
-    kill: KillFault | None = None,
-    preempt: threading.Event | None = None,
-    stop: Stop | None = None,
-    clock: Callable[[], float] = time.monotonic,
-) -> Outcome:
-    """Start every launch, watch, restart and stop them, and say how the run ended, in the
-    calling thread.
-
-    ``on_started`` gets every set of processes started (first start and restarts);
-    ``on_running`` is called once, when every replica has started; ``preempt`` set ends
-    the run preempted; ``stop`` set ends it CANCELLED with its reason; ``timeout_s`` is
-    measured with ``clock``. Whatever ends the run
-    (an outcome, a start that fails, a callback raising), no replica is left running; a
-    run cancelled before it starts starts nothing.
-    """
-    controls = Controls(cancel, preempt or Flag(), stop or Stop())  # type: ignore[arg-type]
-    changed = threading.Event()
-    run = ReplicaRun(
-        launches,
-        controls,
-        policy=policy,
-        timeout_s=timeout_s,
-        on_started=on_started,
-        note=note,
-        kill=kill,
-        wake=changed.set,
-        clock=clock,
-    )
-    try:
-        outcome = run.begin()
-        if outcome is not None:
-            return outcome
-        on_running()
-        while True:
-            changed.clear()
-            outcome = run.step()
-            if outcome is not None:
-                return outcome
-            due = run.next_wake()
-            wait = POLL_S if due is None else min(POLL_S, max(0.0, due - time.monotonic()))
-            changed.wait(wait)
-    finally:
-        run.close()

@@ -90,7 +90,7 @@ class PipelineLineage:
         pipeline_name = spec.get("pipelineInfo", {}).get("name", "") or "pipeline"
         pipeline = self._context(store, context_id(pipeline_name), pipeline_name, "system.Pipeline")
         run = self._context(store, job_id, job_id, "system.PipelineRun")
-        self.metadata.add_children(pipeline.name, [run.name])
+        self.metadata.links.add_children(pipeline.name, [run.name])
         parameters = {
             name: body["defaultValue"]
             for name, body in spec.get("root", {})
@@ -111,7 +111,7 @@ class PipelineLineage:
         )
         root = self.metadata.create(EXECUTIONS, store, "", root, "execution_id")
         for context in (run.name, pipeline.name):
-            self.metadata.add_to_context(context, [], [root.name])
+            self.metadata.links.add_to_context(context, [], [root.name])
         contexts = (self.metadata.require(CONTEXTS, pipeline.name), run)
 
         def change(stored: Any) -> None:
@@ -176,9 +176,9 @@ class PipelineLineage:
                         if kind == event_types.Event.Type.OUTPUT:
                             outputs[(task.task_name, key)] = name
             if events:
-                self.metadata.add_events(execution.name, events)
+                self.metadata.links.add_events(execution.name, events)
             task.execution = self.metadata.require(EXECUTIONS, execution.name)
-        self.metadata.add_to_context(run, list(dict.fromkeys(artifacts)), executions)
+        self.metadata.links.add_to_context(run, list(dict.fromkeys(artifacts)), executions)
         self._end_root(store, run, job, root_task, outputs)
 
     def _execution(self, store: str, task: Any) -> Any:
@@ -240,7 +240,7 @@ class PipelineLineage:
                         event_types.Event(artifact=name, type_=event_types.Event.Type.OUTPUT)
                     )
         if events:
-            self.metadata.add_events(root.name, events)
+            self.metadata.links.add_events(root.name, events)
         root.state = _RUN_STATES.get(job.state, execution_types.Execution.State.FAILED)
         root.etag = ""
         updated = self.metadata.update(EXECUTIONS, root, None, False)

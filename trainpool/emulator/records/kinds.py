@@ -1,7 +1,10 @@
-"""The kinds of resource the emulator stores, each a collection of one proto-plus message."""
+"""The kinds of resource the emulator stores, each a collection of one proto-plus message: what
+a :class:`Kind` is, and each of them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from google.cloud.aiplatform_v1.types import artifact as artifact_types
@@ -23,7 +26,55 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 
-from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.records import paging
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A collection of resources: ``collection`` as in their names (``customJobs``), the
+    proto-plus ``message``, what a message calls it (``CustomJob``), the enum whose
+    member names a ``state=`` filter takes (None: the kind has no state), and the string
+    fields a filter may name (``indexed``: stored in ``resource_fields`` when not empty)."""
+
+    collection: str
+    message: Any
+    label: str
+    states: Any = None
+    state_field: str = "state"
+    indexed: tuple[str, ...] = ()
+    computed: tuple[tuple[str, Callable[[Any], str]], ...] = ()
+    """Indexed string fields read by a function (a PipelineJob's ``pipeline_name``)."""
+    times: tuple[str, ...] = ()
+    """Timestamp fields a filter compares and an ``order_by`` names."""
+    default_order: str = ""
+    """The order of a List that names none ("": creation order)."""
+
+    def filterable(self) -> tuple[str, ...]:
+        return (*self.indexed, *(name for name, _ in self.computed))
+
+    def fields_of(self, resource: Any) -> dict[str, str]:
+        """The indexed fields of ``resource`` that are set (times as :func:`paging.time_text`)."""
+        found = {f: str(getattr(resource, f)) for f in self.indexed if getattr(resource, f, "")}
+        for name, read in self.computed:
+            value = read(resource)
+            if value:
+                found[name] = value
+        for name in self.times:
+            moment = getattr(resource, name, None)
+            if moment:
+                found[name] = paging.time_text(moment)
+        return found
+
+    def state_of(self, resource: Any) -> int:
+        return int(getattr(resource, self.state_field, 0) or 0) if self.states else 0
+
+    def state_value(self, name: str) -> int:
+        member = self.states.__members__.get(name) if self.states is not None else None
+        return int(member) if member is not None else -1
+
+    def stamps_updates(self) -> bool:
+        return "update_time" in self.message.meta.fields
+
 
 CUSTOM_JOBS = Kind("customJobs", cj.CustomJob, "CustomJob", JobState)
 TUNING_JOBS = Kind(

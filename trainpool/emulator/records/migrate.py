@@ -1,4 +1,5 @@
-"""Stores written before the one ``resources`` table: their records moved into it, once.
+"""Stores of older versions: records written before the one ``resources`` table moved into
+it, once; and the indexed fields of a kind that indexes more than it did, written again.
 
 Earlier emulators kept each service's records in a table of its own (``jobs`` with
 ``jobs_labels``, ``pipeline_jobs``, ``training_pipelines``, ``models``, ``schedules``,
@@ -10,7 +11,7 @@ upgrade.
 from __future__ import annotations
 
 from trainpool.emulator.records.database import Database
-from trainpool.emulator.records.kinds import BUILDS, KINDS, parent_of
+from trainpool.emulator.records.kinds import BUILDS, KINDS, Kind, parent_of
 from trainpool.emulator.records.resources import Records
 
 OLD_TABLES = {
@@ -44,3 +45,22 @@ def move_old_tables(db: Database, records: Records) -> int:
         for dropped in (table, *ALSO_DROPPED.get(table, ())):
             db.executescript(f"DROP TABLE IF EXISTS {dropped};")
     return moved
+
+
+def reindex(records: Records, kind: Kind) -> int:
+    """Store the indexed fields of every resource of ``kind`` whose rows lack them (a
+    store written before the kind indexed them); how many were written."""
+    rows = records.db.read(
+        "SELECT name, proto FROM resources WHERE kind = ? ORDER BY seq", [kind.collection]
+    )
+    written = 0
+    for row in rows:
+        fields = kind.fields_of(kind.message.deserialize(row["proto"]))
+        kept = records.db.read(
+            "SELECT field, value FROM resource_fields WHERE name = ?", [row["name"]]
+        )
+        if {r["field"]: r["value"] for r in kept} != fields:
+            with records.db.transaction() as conn:
+                records.set_fields(conn, row["name"], fields)
+            written += 1
+    return written

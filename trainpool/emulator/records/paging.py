@@ -5,9 +5,9 @@ Accepted filters: conditions joined by ``AND`` (each a condition or several join
 ``OR``, which binds tighter, as AIP-160 has it), each ``state=STATE`` (or ``!=``),
 ``display_name="NAME"`` (``=``, ``!=``, or ``:`` with ``*`` wildcards), ``labels.KEY="VALUE"``
 (``=``, ``!=``; ``labels.KEY:*``: the key is present), or a field the kind indexes
-(:attr:`trainpool.emulator.records.resources.Kind.indexed`), such as a PipelineJob's
+(:attr:`trainpool.emulator.records.kinds.Kind.indexed`), such as a PipelineJob's
 ``schedule_name`` or ``pipeline_name`` (``=``, ``!=``, ``:``), or one of its times
-(:attr:`~trainpool.emulator.records.resources.Kind.times`: ``=``, ``!=``, ``<``, ``>``,
+(:attr:`~trainpool.emulator.records.kinds.Kind.times`: ``=``, ``!=``, ``<``, ``>``,
 ``<=``, ``>=`` with an RFC 3339 value), as ListPipelineJobsRequest.filter documents them
 (aiplatform v1 ``pipeline_service.proto``). A value is quoted, or bare: letters, digits and
 ``_-./:@*+``, so the aiplatform SDK's ``PipelineJobSchedule.list_jobs()`` filter, sent

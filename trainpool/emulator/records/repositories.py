@@ -1,7 +1,7 @@
 """Artifact Registry repositories as records, and what a push to one would meet on Google Cloud.
 
 The service (:mod:`trainpool.emulator.api.artifact_registry`) keeps repositories here; the
-local Cloud Build (:mod:`trainpool.emulator.builds.local_builds`) asks :func:`push_problem`
+local Cloud Build (:mod:`trainpool.emulator.builds.build_runs`) asks :func:`push_problem`
 before it pushes an image, so a build that pushes to a repository never created says that
 Google Cloud would refuse it.
 """
@@ -12,7 +12,7 @@ import re
 
 from google.cloud.artifactregistry_v1.types import repository as ar
 
-from trainpool.emulator.records.resources import Kind
+from trainpool.emulator.records.kinds import Kind
 from trainpool.emulator.state import EmulatorState
 
 REPOSITORIES = Kind("repositories", ar.Repository, "Repository")

@@ -8,9 +8,10 @@ fields a kind indexes (a PipelineJob's ``schedule_name``) rows of ``resource_fie
 answers its filter and its page from those indexes in SQL and deserializes only the page
 it returns, so its cost does not grow with the number of stored resources.
 
-A :class:`Kind` says how a collection's resources are stored: its proto-plus message, the
-enum its ``state`` filter names (``state=JOB_STATE_RUNNING``), and the string fields a List
-may filter on (``schedule_name=...``).
+A :class:`~trainpool.emulator.records.kinds.Kind` (:mod:`trainpool.emulator.records.kinds`)
+says how a collection's resources are stored: its proto-plus message, the enum its ``state``
+filter names (``state=JOB_STATE_RUNNING``), and the string fields a List may filter on
+(``schedule_name=...``).
 
 Timestamps (``update_time``) come from the emulator's clock (:mod:`trainpool.emulator.clock`).
 
@@ -26,12 +27,12 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from trainpool.emulator.clock import Clock
 from trainpool.emulator.records import paging
 from trainpool.emulator.records.database import Database, DiskFull
+from trainpool.emulator.records.kinds import Kind
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -55,53 +56,6 @@ CREATE TABLE IF NOT EXISTS resource_fields (
 );
 CREATE INDEX IF NOT EXISTS resource_fields_by_value ON resource_fields (field, value, name);
 """
-
-
-@dataclass(frozen=True)
-class Kind:
-    """A collection of resources: ``collection`` as in their names (``customJobs``), the
-    proto-plus ``message``, what a message calls it (``CustomJob``), the enum whose
-    member names a ``state=`` filter takes (None: the kind has no state), and the string
-    fields a filter may name (``indexed``: stored in ``resource_fields`` when not empty)."""
-
-    collection: str
-    message: Any
-    label: str
-    states: Any = None
-    state_field: str = "state"
-    indexed: tuple[str, ...] = ()
-    computed: tuple[tuple[str, Callable[[Any], str]], ...] = ()
-    """Indexed string fields read by a function (a PipelineJob's ``pipeline_name``)."""
-    times: tuple[str, ...] = ()
-    """Timestamp fields a filter compares and an ``order_by`` names."""
-    default_order: str = ""
-    """The order of a List that names none ("": creation order)."""
-
-    def filterable(self) -> tuple[str, ...]:
-        return (*self.indexed, *(name for name, _ in self.computed))
-
-    def fields_of(self, resource: Any) -> dict[str, str]:
-        """The indexed fields of ``resource`` that are set (times as :func:`paging.time_text`)."""
-        found = {f: str(getattr(resource, f)) for f in self.indexed if getattr(resource, f, "")}
-        for name, read in self.computed:
-            value = read(resource)
-            if value:
-                found[name] = value
-        for name in self.times:
-            moment = getattr(resource, name, None)
-            if moment:
-                found[name] = paging.time_text(moment)
-        return found
-
-    def state_of(self, resource: Any) -> int:
-        return int(getattr(resource, self.state_field, 0) or 0) if self.states else 0
-
-    def state_value(self, name: str) -> int:
-        member = self.states.__members__.get(name) if self.states is not None else None
-        return int(member) if member is not None else -1
-
-    def stamps_updates(self) -> bool:
-        return "update_time" in self.message.meta.fields
 
 
 class AlreadyExists(KeyError):
@@ -149,7 +103,7 @@ class Records:
                     row,
                 )
                 self._set_labels(conn, resource.name, labels)
-                self._set_fields(conn, resource.name, kind.fields_of(resource))
+                self.set_fields(conn, resource.name, kind.fields_of(resource))
                 if also is not None:
                     also(conn)
         except sqlite3.IntegrityError:
@@ -165,7 +119,7 @@ class Records:
         )
 
     @staticmethod
-    def _set_fields(conn: sqlite3.Connection, name: str, fields: dict[str, str]) -> None:
+    def set_fields(conn: sqlite3.Connection, name: str, fields: dict[str, str]) -> None:
         conn.execute("DELETE FROM resource_fields WHERE name = ?", (name,))
         conn.executemany(
             "INSERT INTO resource_fields (name, field, value) VALUES (?, ?, ?)",
@@ -239,7 +193,7 @@ class Records:
             if before is None or labels != before[0]:
                 self._set_labels(conn, name, labels)
             if before is None or fields != before[1]:
-                self._set_fields(conn, name, fields)
+                self.set_fields(conn, name, fields)
             if also is not None:
                 also(conn)
         self._unsaved.pop(name, None)
@@ -251,24 +205,6 @@ class Records:
                 self._write(kind, name, resource)
             except DiskFull:
                 return
-
-    def reindex(self, kind: Kind) -> int:
-        """Store the indexed fields of every resource of ``kind`` whose rows lack them (a
-        store written before the kind indexed them); how many were written."""
-        rows = self.db.read(
-            "SELECT name, proto FROM resources WHERE kind = ? ORDER BY seq", [kind.collection]
-        )
-        written = 0
-        for row in rows:
-            fields = kind.fields_of(kind.message.deserialize(row["proto"]))
-            kept = self.db.read(
-                "SELECT field, value FROM resource_fields WHERE name = ?", [row["name"]]
-            )
-            if {r["field"]: r["value"] for r in kept} != fields:
-                with self.db.transaction() as conn:
-                    self._set_fields(conn, row["name"], fields)
-                written += 1
-        return written
 
     def unsaved(self) -> int:
         """How many updates wait in memory for disk space."""

@@ -6,7 +6,7 @@ schedule that is not COMPLETED (and those with queued runs) and, at the clock's 
 
 1. starts its queued runs while its limits allow (not while PAUSED);
 2. evaluates each fire time from ``next_run_time`` up to now, in order: the run starts
-   (a PipelineJob created by :func:`trainpool.emulator.pipelines.jobs.create` with
+   (a PipelineJob created by :func:`trainpool.emulator.pipeline_jobs.jobs.create` with
    ``schedule_name`` set, run as ``trainpool run --local`` runs it), or waits in the
    queue, or is skipped, and ``next_run_time`` moves to the next fire time;
 3. marks it COMPLETED when ``max_run_count`` is reached or ``end_time`` has passed.
@@ -34,9 +34,9 @@ from typing import Any
 
 from google.cloud.aiplatform_v1.types import schedule as sc
 
-from trainpool.emulator.jobs.runner import Runner
-from trainpool.emulator.pipelines import jobs
-from trainpool.emulator.pipelines.runs import TERMINAL, PipelineRuns, runs_of
+from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.pipeline_jobs import jobs
+from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineRuns, runs_of
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, SCHEDULES, parent_of
 from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.schedules import rules
@@ -82,7 +82,7 @@ class Firer:
         self.clock.on_advance(lambda _: self.wake())
         self._thread.start()
 
-    def stop(self) -> None:
+    def close(self) -> None:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=10)
@@ -303,14 +303,14 @@ class Firer:
             self._save(schedule)
 
 
-def firer_of(state: EmulatorState, runner: Runner) -> Firer:
+def firer_of(state: EmulatorState, manager: JobManager) -> Firer:
     """The one Firer of ``state``'s emulator: made, recovered and started on first use,
     stopped with it (before the pipeline runs it starts)."""
 
     def make() -> Firer:
-        firer = Firer(state, runs_of(state, runner))
+        firer = Firer(state, runs_of(state, manager))
         firer.start()
-        state.on_stop(firer.stop)
+        state.on_close(firer.close)
         return firer
 
     return state.one(Firer, make)

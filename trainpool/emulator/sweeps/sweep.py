@@ -25,9 +25,9 @@ from them by the study's ``measurementSelectionType``. Whether failed trials fai
 job is :func:`trainpool.emulator.sweeps.trial_rules.trials_fail_job` (0: the service decides).
 
 With an ``automated_stopping_spec`` in the study, running trials are watched and stopped
-early by its rule (:mod:`trainpool.emulator.sweeps.stopping`: STOPPING, then SUCCEEDED with
+early by its rule (:mod:`trainpool.emulator.sweeps.early_stopping`: STOPPING, then SUCCEEDED with
 the selected measurement). Study fields the emulator does not apply are named in the job
-log (:mod:`trainpool.emulator.sweeps.study_fields`).
+log (:mod:`trainpool.emulator.sweeps.unapplied_study_fields`).
 """
 
 from __future__ import annotations
@@ -46,12 +46,11 @@ from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED, CODE_FAILED_PRECONDITION
 from trainpool.emulator.jobs.job_run import error_outcome
 from trainpool.emulator.jobs.logs import JobLog
-from trainpool.emulator.jobs.replicas import Outcome
-from trainpool.emulator.jobs.runner import Runner, job_spec_rest
+from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.jobs.outcomes import Outcome
 from trainpool.emulator.jobs.web_access import SCHEME
 from trainpool.emulator.records.kinds import CUSTOM_JOBS
-from trainpool.emulator.sweeps.stopping import EarlyStopping
-from trainpool.emulator.sweeps.study_fields import notes
+from trainpool.emulator.sweeps.early_stopping import EarlyStopping
 from trainpool.emulator.sweeps.suggestions import Params, Search
 from trainpool.emulator.sweeps.trial_args import integer_valued, trial_spec
 from trainpool.emulator.sweeps.trial_results import read_records, recorder
@@ -61,6 +60,8 @@ from trainpool.emulator.sweeps.trial_rules import (
     trials_fail_job,
     trials_rule,
 )
+from trainpool.emulator.sweeps.unapplied_study_fields import notes
+from trainpool.spec.normalize import job_spec_rest
 
 Trial = study_types.Trial
 
@@ -87,12 +88,12 @@ class TuningRun:
     """The state of one running sweep; it acts through its serial queue only, so the job
     record is updated from one call at a time."""
 
-    def __init__(self, runner: Runner, name: str, controls: Controls) -> None:
-        self.runner = runner
+    def __init__(self, manager: JobManager, name: str, controls: Controls) -> None:
+        self.manager = manager
         self.name = name
         self.controls = controls
         self.cancel = controls.cancel
-        job = runner.require(name)
+        job = manager.require(name)
         self.parent, _, self.job_id = name.rpartition("/hyperparameterTuningJobs/")
         self.display_name = job.display_name
         self.spec = job_spec_rest(job.trial_job_spec)
@@ -105,13 +106,13 @@ class TuningRun:
         self.max_trials = job.max_trial_count
         self.parallel = max(1, job.parallel_trial_count)
         self.max_failed = job.max_failed_trial_count
-        self.note = JobLog(runner.files(name).log)
+        self.note = JobLog(manager.files(name).log)
         self.failed = 0
         self.succeeded = 0
         self.notes = notes(study)
         self.rule = stopping_rule(study)
         self.early = (
-            EarlyStopping(runner, name, self.rule, self.metric_id, self.goal, self.note)
+            EarlyStopping(manager, name, self.rule, self.metric_id, self.goal, self.note)
             if self.rule
             else None
         )
@@ -122,24 +123,24 @@ class TuningRun:
         self.exhausted = False
         self.failure: Outcome | None = None
         self.ended = False
-        self.serial = runner.engine.serial(self._crashed)
+        self.serial = manager.engine.serial(self._crashed)
 
     def start(self) -> None:
         """Begin the sweep (from any thread): it runs on the engine from now on."""
         self.serial.send(self._begin)
 
     def _begin(self) -> None:
-        self.runner.set_state(self.name, JobState.JOB_STATE_PENDING)
+        self.manager.set_state(self.name, JobState.JOB_STATE_PENDING)
         self.note(f"search algorithm {self.search.note}")
         for line in self.notes:
             self.note(line)
         if self.rule is not None:
             self.note(f"automated stopping: {self.rule.describe()}")
-        self.runner.set_state(self.name, JobState.JOB_STATE_RUNNING)
+        self.manager.set_state(self.name, JobState.JOB_STATE_RUNNING)
         self.cancel.listen(lambda: self.serial.send(self._cancelled))
         self._fill()
         if self.early is not None:
-            self.runner.engine.timers.after(POLL_S, lambda: self.serial.send(self._look))
+            self.manager.engine.timers.after(POLL_S, lambda: self.serial.send(self._look))
 
     def _fill(self) -> None:
         """Start trials while the study allows; end the sweep when none runs any more."""
@@ -165,10 +166,10 @@ class TuningRun:
             def done(outcome: Outcome, trial_id: str = trial_id) -> None:
                 self.serial.send(lambda: self._trial_done(trial_id, outcome))
 
-            self.runner.launch(
+            self.manager.launch(
                 job_name,
                 spec,
-                self.runner.context(self.name, trial_id),
+                self.manager.context(self.name, trial_id),
                 controls,
                 done,
             )
@@ -184,7 +185,7 @@ class TuningRun:
 
     def _cancelled(self) -> None:
         for _, job_name in self.running.values():
-            self.runner.cancel(job_name)
+            self.manager.cancel(job_name)
         if not self.running:
             self._end()
 
@@ -194,12 +195,12 @@ class TuningRun:
             return
         if self.early is not None and not self.cancel.is_set() and self.failure is None:
             self.early.check()
-        self.runner.engine.timers.after(POLL_S, lambda: self.serial.send(self._look))
+        self.manager.engine.timers.after(POLL_S, lambda: self.serial.send(self._look))
 
     def _crashed(self, err: BaseException) -> None:
         """A call of the sweep raised: it fails (its disk named when it is full)."""
         if self.failure is None:
-            self.failure = error_outcome(err, self.runner.state.root)
+            self.failure = error_outcome(err, self.manager.state.root)
         self.cancel.set()
         self._cancelled()
 
@@ -214,9 +215,9 @@ class TuningRun:
         else:
             outcome = Outcome("SUCCEEDED")
         try:
-            self.runner.finish(self.name, outcome)
+            self.manager.finish(self.name, outcome)
         finally:
-            self.runner.unregister(self.name)
+            self.manager.unregister(self.name)
 
     def _add_trial(
         self, trial_id: str, params: Params, spec: dict[str, Any]
@@ -227,14 +228,14 @@ class TuningRun:
             job_spec=cj.CustomJobSpec.from_json(json.dumps(spec)),
             labels={SWEEP_LABEL: self.job_id, TRIAL_LABEL: trial_id},
         )
-        job_name = self.runner.create(CUSTOM_JOBS, self.parent, record).name
-        controls = self.runner.register(job_name)
-        trial_dir = self.runner.files(self.name, trial_id).dir
+        job_name = self.manager.create(CUSTOM_JOBS, self.parent, record).name
+        controls = self.manager.register(job_name)
+        trial_dir = self.manager.files(self.name, trial_id).dir
         trial_dir.mkdir(parents=True, exist_ok=True)
-        link = self.runner.files(job_name).dir
+        link = self.manager.files(job_name).dir
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(os.path.relpath(trial_dir, link.parent))
-        started = self.runner.state.clock.now()
+        started = self.manager.state.clock.now()
         self.started[trial_id] = time.time()
         trial = Trial(
             id=trial_id,
@@ -244,9 +245,9 @@ class TuningRun:
             custom_job=job_name,
             web_access_uris=self._web_access(trial_id, spec),
         )
-        self.runner.update(self.name, lambda job: job.trials.append(trial))
+        self.manager.update(self.name, lambda job: job.trials.append(trial))
         if self.early:
-            metric_file = self.runner.files(self.name, trial_id).metric_file()
+            metric_file = self.manager.files(self.name, trial_id).metric_file()
             self.early.start(trial_id, job_name, metric_file, self.started[trial_id])
         self.note(f"trial {trial_id} started with {params} as {job_name}")
         return job_name, controls
@@ -257,7 +258,7 @@ class TuningRun:
         trial_job_spec.enable_web_access field is true", ``Trial.web_access_uris``)."""
         if not spec.get("enableWebAccess"):
             return {}
-        files = self.runner.files(self.name, trial_id)
+        files = self.manager.files(self.name, trial_id)
         pools = layout.pool_specs(spec)
         return {
             f"workerpool{pool}-{index}": f"{SCHEME}{files.web_access(f'workerpool{pool}-{index}')}"
@@ -267,7 +268,7 @@ class TuningRun:
 
     def _finish_trial(self, number: int, trial_id: str, outcome: Outcome) -> Outcome | None:
         """Record the trial; the job's failure when this trial makes too many failures."""
-        metric_file = self.runner.files(self.name, trial_id).metric_file()
+        metric_file = self.manager.files(self.name, trial_id).metric_file()
         result = None
         reason = outcome.message
         records, unreadable = read_records(metric_file)
@@ -286,9 +287,9 @@ class TuningRun:
                     f"(read from {metric_file})."
                 )
         self.search.tell(number, None if result is None else result[0])
-        ended = self.runner.state.clock.now()
+        ended = self.manager.state.clock.now()
         record = recorder(trial_id, records, result, reason, self.metric_id, ended, started)
-        self.runner.update(self.name, record)
+        self.manager.update(self.name, record)
         if result is not None and early:
             self.succeeded += 1
             self.note(
@@ -317,6 +318,6 @@ class TuningRun:
         )
 
 
-def run_tuning_job(runner: Runner, name: str) -> None:
+def run_tuning_job(manager: JobManager, name: str) -> None:
     """Start the life of stored HyperparameterTuningJob ``name`` on the job engine."""
-    TuningRun(runner, name, runner.register(name)).start()
+    TuningRun(manager, name, manager.register(name)).start()

@@ -2,7 +2,7 @@
 trials fail the sweep, and when a running trial is stopped early.
 
 Applied by :mod:`trainpool.emulator.sweeps.sweep` (the stopping rules through
-:mod:`trainpool.emulator.sweeps.stopping`); a job's own failure rules (restarts, retries) are
+:mod:`trainpool.emulator.sweeps.early_stopping`); a job's own failure rules (restarts, retries) are
 :mod:`trainpool.emulator.jobs.failure_rules`.
 
 Which measurement is a trial's final one: ``StudySpec.measurementSelectionType``

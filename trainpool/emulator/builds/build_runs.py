@@ -1,0 +1,216 @@
+"""Cloud Build's builds, run locally into the local image store.
+
+A build fetches its source tarball from Cloud Storage (google-cloud-storage, so
+``STORAGE_EMULATOR_HOST`` points it at a storage emulator), and builds it with trainpool's
+local builder into the local image store under the names in ``Build.images`` ("pushed"): a
+CustomJob naming that image then runs from the store. Only ``pip install -r`` runs; the
+build log lists the RUN steps that did not. The log is ``<root>/builds/<id>/log.txt`` and
+``Build.log_url`` points at it.
+
+A build that was running when a previous server stopped (or crashed) has no thread any
+more: on start it is recorded FAILURE, saying so, like a CustomJob.
+
+``TRAINPOOL_EMULATOR_BUILD_HOLD_S`` (default 0) keeps each build QUEUED that many seconds
+before it starts, so a demo or test can watch and cancel a queued build.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
+
+from trainpool.cluster_env.gcs import to_path
+from trainpool.emulator.records.kinds import BUILDS
+from trainpool.emulator.records.repositories import push_problem
+from trainpool.emulator.state import EmulatorState
+from trainpool.images import archives, context, image_store
+
+HOLD_ENV = "TRAINPOOL_EMULATOR_BUILD_HOLD_S"
+LOGS_FOLDER = "gs://{project}_cloudbuild/logs"
+"""Where a build's log goes when the request names no logs bucket. Cloud Build's default is
+``gs://[PROJECT_NUMBER].cloudbuild-logs.googleusercontent.com`` (Build.logs_bucket,
+cloudbuild.proto), a name Cloud Storage keeps for Google ("cannot contain google"); the
+emulator uses the bucket ``gcloud builds submit`` already made for the project's sources."""
+Status = cb.Build.Status
+RUNNING = (Status.PENDING, Status.QUEUED, Status.WORKING)
+RESTART_DETAIL = (
+    "The emulator stopped while this build was running (server restart or crash); "
+    "nothing was pushed. Create the build again to rerun it."
+)
+
+
+def build_name(project: str, build_id: str) -> str:
+    return f"projects/{project}/builds/{build_id}"
+
+
+class BuildRuns:
+    def __init__(self, state: EmulatorState) -> None:
+        self.state = state
+        self.records = state.records
+        self.hold_s = float(os.environ.get(HOLD_ENV, "0") or 0)
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        state.on_close(self._stopping.set)
+
+    def get(self, project: str, build_id: str) -> cb.Build | None:
+        return self.records.get(BUILDS, build_name(project, build_id))
+
+    def _set(self, build: cb.Build, **fields: object) -> cb.Build | None:
+        """Update a running build; None when it has ended (e.g. cancelled) meanwhile."""
+        with self._lock:
+            current = self.records.require(BUILDS, build.name)
+            if current.status not in RUNNING:
+                return None
+
+            def change(record: Any) -> None:
+                for key, value in fields.items():
+                    setattr(record, key, value)
+
+            return self.records.update(BUILDS, build.name, change)
+
+    def start(self, project: str, build: Any) -> cb.Build:
+        """Store ``build`` QUEUED and run it in a thread of its own."""
+        build.id = str(uuid.uuid4())
+        build.project_id = project
+        build.name = build_name(project, build.id)
+        build.status = Status.QUEUED
+        build.create_time = self.state.clock.now()
+        if not build.logs_bucket:
+            build.logs_bucket = LOGS_FOLDER.format(project=project)
+        log_file = self.state.home.build_log(build.id)
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        logged = self._log_object(build)
+        logged.parent.mkdir(parents=True, exist_ok=True)
+        logged.touch()
+        log_file.unlink(missing_ok=True)
+        log_file.symlink_to(logged)
+        build.log_url = log_file.as_uri()
+        self.records.insert(BUILDS, f"projects/{project}", build)
+        threading.Thread(target=self._run, args=(build, log_file), daemon=True).start()
+        return build
+
+    def _log_object(self, build: cb.Build) -> Path:
+        """Where the build's log is in the store: ``<logs bucket>/log-<id>.txt``, as Cloud
+        Build writes it and ``gcloud builds submit`` reads it
+        (google-cloud-sdk ``api_lib/cloudbuild/logs.py``, ``GCSLogTailer.FromBuild``)."""
+        return Path(
+            to_path(
+                f"{build.logs_bucket.rstrip('/')}/log-{build.id}.txt",
+                self.state.home.gcs,
+                "build.logs_bucket",
+            )
+        )
+
+    def _run(self, build: cb.Build, log_file: Path) -> None:
+        if self._stopping.wait(self.hold_s):
+            return  # the server stops: the next one records this build FAILURE
+        if self._set(build, status=Status.WORKING, start_time=self.state.clock.now()) is None:
+            return
+        with log_file.open("a") as log:
+            try:
+                digest, not_run = self._build(build, log)
+            except Exception as err:  # a failed build is recorded, never raised
+                log.write(f"ERROR: {err}\n")
+                self._set(
+                    build,
+                    status=Status.FAILURE,
+                    status_detail=str(err),
+                    finish_time=self.state.clock.now(),
+                )
+                return
+            log.write(f"RUN steps not executed by the local builder: {not_run or 'none'}\n")
+            self._push(build, digest, log)
+
+    def _push(self, build: cb.Build, digest: str, log: io.TextIOBase) -> None:
+        """Tag the stored image with ``build.images`` and end SUCCESS, unless cancelled meanwhile.
+
+        Under the lock that Cancel takes, so a build cancelled while it ran pushes nothing
+        (as on Cloud Build): no job can then run from its image names. An Artifact Registry
+        image whose repository was not created is pushed all the same, the log saying that
+        on Google Cloud the push fails
+        (:func:`trainpool.emulator.records.repositories.push_problem`).
+        """
+        with self._lock:
+            current = self.records.require(BUILDS, build.name)
+            if current.status not in RUNNING:
+                log.write(f"build ended {current.status.name} while it ran: nothing pushed\n")
+                return
+            for image in build.images:
+                problem = push_problem(self.state, image)
+                if problem is not None:
+                    log.write(problem + "\n")
+                image_store.tag(self.state.root, image, digest)
+                log.write(f"pushed {image}@sha256:{digest}\n")
+            log.write("DONE\n")
+
+            def success(record: Any) -> None:
+                record.status = Status.SUCCESS
+                record.finish_time = self.state.clock.now()
+                record.results = cb.Results(
+                    images=[cb.BuiltImage(name=i, digest=f"sha256:{digest}") for i in build.images]
+                )
+
+            self.records.update(BUILDS, build.name, success)
+
+    def _build(self, build: cb.Build, log: io.TextIOBase) -> tuple[str, list[str]]:
+        """Store the build's context as an image (not yet tagged); its digest and unrun steps."""
+        from google.cloud import storage  # type: ignore[attr-defined]
+
+        source = build.source.storage_source
+        where = f"gs://{source.bucket}/{source.object_}"
+        log.write(f"fetching {where}\n")
+        local = Path(to_path(where, self.state.home.gcs, "build.source.storage_source"))
+        if local.is_file():  # in this emulator's store (gcloud builds submit put it there)
+            data = local.read_bytes()
+        else:  # elsewhere: google-cloud-storage (STORAGE_EMULATOR_HOST, if set, says where)
+            client = storage.Client(project=build.project_id)
+            data = client.bucket(source.bucket).blob(source.object_).download_as_bytes()
+        build_args = {}
+        for step in build.steps:
+            for arg in step.args:
+                if arg.startswith("--build-arg="):
+                    key, _, value = arg.removeprefix("--build-arg=").partition("=")
+                    build_args[key] = value
+        with tempfile.TemporaryDirectory() as tmp:
+            if len(data) > archives.MAX_BYTES:
+                raise archives.UnsafeArchive(
+                    f"{where}: {len(data):,} bytes; accepted: at most {archives.MAX_BYTES:,}"
+                )
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+                archives.extract(tar, tmp, where)
+            ctx = context.BuildContext.of(context.collect(Path(tmp), patterns=[]), build_args)
+            log.write(f"building context sha256:{ctx.digest} into the local image store\n")
+            not_run = image_store.add(ctx, self.state.root, [])
+        return ctx.digest, not_run
+
+    def recover(self) -> None:
+        """Builds a previous server left running end FAILURE (their threads died with it)."""
+
+        def failed(record: Any) -> None:
+            record.status = Status.FAILURE
+            record.status_detail = RESTART_DETAIL
+
+        with self._lock:
+            for name in self.records.names(BUILDS, states=RUNNING):
+                self.records.update(BUILDS, name, failed)
+
+    def cancel(self, project: str, build_id: str) -> cb.Build | None:
+        """Mark the build CANCELLED; None when it has already ended."""
+
+        def cancelled(record: Any) -> None:
+            record.status = Status.CANCELLED
+            record.finish_time = self.state.clock.now()
+
+        with self._lock:
+            build = self.records.require(BUILDS, build_name(project, build_id))
+            if build.status not in RUNNING:
+                return None
+            return self.records.update(BUILDS, build.name, cancelled)

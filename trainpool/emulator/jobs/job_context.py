@@ -1,0 +1,26 @@
+"""What every replica of one job (or one trial) shares: a :class:`JobContext`, given to
+:func:`trainpool.emulator.jobs.launches.plan_launches`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from trainpool.home import Home, JobFiles
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """What every replica of one job (or one trial) shares."""
+
+    home: Home
+    job_id: str
+    files: JobFiles
+    project: str
+    region: str
+    trial_id: str | None = None
+    storage_env: Mapping[str, str] = field(default_factory=dict)
+    """What points Cloud Storage clients at the door ({} when the emulator serves none)."""
+    vertex_address: str = ""
+    """This emulator's address, which replicas' Vertex AI clients are pointed at
+    (:mod:`.vertex_access`; "" : not pointed)."""

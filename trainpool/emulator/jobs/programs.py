@@ -1,0 +1,213 @@
+"""How one pool of a CustomJobSpec (REST JSON) runs: a :class:`Program`.
+
+A pool runs, in this order of preference:
+- ``pythonPackageSpec``: ``python -m MODULE ARGS``, its packages installed with their
+  dependencies (:mod:`.packages`) over the executor image's environment: a prebuilt
+  training image's local stand-in (:mod:`.environments`), else this machine's clean Python;
+- ``containerSpec`` naming a prebuilt training image: its ``command`` and ``args`` in that
+  image's environment (a leading ``python`` is the environment's);
+- ``containerSpec`` whose image is in the local image store: ``LocalImage.argv`` (``command``
+  replaces ENTRYPOINT, ``args`` replace CMD, as Docker does; a leading ``python`` is the
+  image's interpreter), in a copy of the image's files and in its environment;
+- ``containerSpec`` with a ``command`` only: that command on the host, in this machine's
+  clean Python (never the emulator's), with a warning;
+- otherwise the job cannot run: :class:`LaunchError` says how to make the image local.
+
+A leading Python of the command becomes :data:`REPLICA_PYTHON`, the replica's own Python,
+which :mod:`.launches` puts in its place for each replica.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainpool.catalog import prebuilt_image
+from trainpool.emulator.jobs import environments, packages, replica_python
+from trainpool.emulator.jobs.job_context import JobContext
+from trainpool.errors import InputError
+from trainpool.images import image_store
+
+PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)?)?$")
+"""A command that names a Python interpreter (``python3``): the image's, found on its PATH,
+which is the replica's own Python here; so is the emulator's own interpreter named by its
+path (``sys.executable``), which no replica runs."""
+REPLICA_PYTHON = "<the replica's python>"
+"""In a :class:`Program`'s argv: the replica's own Python (:mod:`.replica_python`)."""
+
+
+class LaunchError(InputError):
+    """A pool cannot be started locally; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """How one pool runs: ``image_env`` is the image's ENV, ``pool_env`` the pool's ``env``;
+    ``context`` the stored build context each replica gets a copy of (None: an empty
+    working directory), ``cwd`` the working directory inside it."""
+
+    argv: list[str]
+    image_env: dict[str, str]
+    pool_env: dict[str, str]
+    context: Path | None = None
+    cwd: Path | None = None
+    path: list[str] = field(default_factory=list)
+    """Directories put on PATH after the replica's own Python (an environment's ``bin``)."""
+    sites: list[Path] = field(default_factory=replica_python.bundled_wheels)
+    """The site directories of the pool's Python (default: the machine's clean Python)."""
+    read_only: list[Path] = field(default_factory=list)
+    """The pool's own folders replicas must not change (its installed packages)."""
+    python: str = ""
+    """What the pool's Python is, for the job log."""
+
+
+def _env_list(items: list[dict[str, Any]] | None) -> dict[str, str]:
+    return {str(item["name"]): str(item.get("value", "")) for item in items or []}
+
+
+def program_for(
+    pool: int, pool_spec: dict[str, Any], ctx: JobContext, note: Callable[[str], None]
+) -> Program:
+    """The command, files, Python and extra environment of one pool."""
+    package = pool_spec.get("pythonPackageSpec")
+    if package:
+        return _package_program(pool, package, ctx, note)
+    container = pool_spec.get("containerSpec") or {}
+    image_uri = container.get("imageUri", "")
+    command = list(container.get("command", []))
+    args = list(container.get("args", []))
+    env = _env_list(container.get("env"))
+    prebuilt = prebuilt_image(image_uri) if image_uri else None
+    if prebuilt is not None:
+        if not command:
+            raise LaunchError(
+                f"workerPoolSpecs[{pool}].containerSpec.command: empty with the prebuilt "
+                f"training image {image_uri!r}; accepted: the command to run in it (or a "
+                "pythonPackageSpec with it as executorImageUri)"
+            )
+        where = f"workerPoolSpecs[{pool}].containerSpec.imageUri"
+        found = environments.ensure(ctx.home, prebuilt, note, where)
+        return Program(
+            _with_python(command + args),
+            {},
+            env,
+            path=[str(found.python.parent)],
+            sites=[found.site],
+            python=f"the stand-in of {image_uri} ({found.python.parent.parent.parent})",
+        )
+    image = image_store.lookup(image_uri, ctx.home.root) if image_uri else None
+    if image is not None:
+        if image.not_executed:
+            note(
+                f"workerpool{pool}: image {image_uri!r} from the local image store; these build "
+                f"steps were not executed locally: {image.not_executed}"
+            )
+        argv = image.argv(command, args)
+        if argv and argv[0] == str(image.python):
+            argv[0] = REPLICA_PYTHON
+        venv = image.python.parent.parent
+        return Program(
+            argv,
+            image.env,
+            env,
+            context=image.context_dir,
+            cwd=image.workdir,
+            sites=replica_python.venv_sites(venv),
+            python=f"the Python environment of local image {image_uri} ({venv})",
+        )
+    if command:
+        note(
+            f"warning: workerpool{pool}: image {image_uri!r} is neither one of Vertex's "
+            "prebuilt training images nor in the local image store; running its command on "
+            "the host, in this machine's clean Python (build the image with `trainpool "
+            "build-image DIR --local` to run it with its packages)"
+        )
+        return Program(_with_python(command + args), {}, env, python=_clean_python())
+    raise LaunchError(
+        f"workerPoolSpecs[{pool}].containerSpec.imageUri: {image_uri!r} is not in the local image "
+        "store and the pool has no command to run on the host; make it available locally with "
+        "`trainpool build-image DIR --local` (or give containerSpec.command)"
+    )
+
+
+def _clean_python() -> str:
+    wheels = ", ".join(
+        w.name.split("-")[0] + " " + w.name.split("-")[1] for w in replica_python.bundled_wheels()
+    )
+    return (
+        f"this machine's clean Python {sys.version.split()[0]} ({replica_python.interpreter()}: "
+        f"its standard library{', ' + wheels if wheels else ''}; none of the emulator's "
+        "packages)"
+    )
+
+
+def _package_program(
+    pool: int, package: dict[str, Any], ctx: JobContext, note: Callable[[str], None]
+) -> Program:
+    executor = package.get("executorImageUri", "")
+    prebuilt = prebuilt_image(executor)
+    if prebuilt is not None:
+        where = f"workerPoolSpecs[{pool}].pythonPackageSpec.executorImageUri"
+        found = environments.ensure(ctx.home, prebuilt, note, where)
+        python, sites, path = found.python, [found.site], [str(found.python.parent)]
+        what = f"the stand-in of {executor} ({found.python.parent.parent.parent})"
+        framework, aliases = found.framework, found.aliases
+    else:
+        note(
+            f"workerpool{pool}: executorImageUri {executor!r} is not one of Vertex's prebuilt "
+            "training images; this machine's clean Python stands in for it"
+        )
+        python, sites, path = replica_python.interpreter(), replica_python.bundled_wheels(), []
+        what = _clean_python()
+        framework, aliases = "", {}
+    target = ctx.files.package_env(pool)
+    installed = packages.install(
+        package.get("packageUris", []),
+        ctx.home.gcs,
+        target,
+        python,
+        [str(s) for s in sites],
+        note,
+        aliases,
+        framework,
+    )
+    env = _env_list(package.get("env"))
+    if installed.path:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [*map(str, installed.path), env.get("PYTHONPATH", "")]
+        ).rstrip(os.pathsep)
+    read_only = []
+    if installed.site is not None:
+        sites = [installed.site, *sites]
+        path = [str(installed.python.parent), *path]
+        read_only = [target]
+        what += f", with the pool's packages in {target}"
+        note(
+            f"workerpool{pool}: installed {package.get('packageUris', [])} with their "
+            f"dependencies into {target}"
+        )
+    argv = [REPLICA_PYTHON, "-m", package["pythonModule"], *package.get("args", [])]
+    return Program(argv, {}, env, path=path, sites=sites, read_only=read_only, python=what)
+
+
+def _emulators_interpreter(command: str) -> bool:
+    """Whether ``command`` (a path) is the emulator's own Python interpreter."""
+    if not PYTHON.match(os.path.basename(command)):
+        return False
+    # not resolved: a virtualenv's python is a link to its base interpreter, and another
+    # Python installation the command names (a virtualenv of the user's) is run as named
+    where = os.path.dirname(os.path.abspath(command))
+    bins = {os.path.join(p, "bin") for p in (sys.prefix, sys.base_prefix)}
+    return where in bins or os.path.abspath(command) == os.path.abspath(sys.executable)
+
+
+def _with_python(argv: list[str]) -> list[str]:
+    """``argv`` with a leading Python (:data:`PYTHON`) made the replica's own."""
+    if argv and ("/" not in argv[0] and PYTHON.match(argv[0]) or _emulators_interpreter(argv[0])):
+        return [REPLICA_PYTHON, *argv[1:]]
+    return argv

@@ -1,6 +1,0 @@
-"""``trainpool run PIPELINE.yaml --local``: kfp.local for the tasks, the emulator for Vertex,
-a live display and a summary of the run's jobs."""
-
-from trainpool.localrun.runner import RunResult, run_local
-
-__all__ = ["RunResult", "run_local"]
