@@ -70,7 +70,7 @@ def cancel_command(job: Job, project: Project = "", location: Location = "us-cen
 @jobs_app.command("preempt")
 def preempt_command(job: Job, project: Project = "", location: Location = "us-central1") -> None:
     """Preempt a RUNNING SPOT or FLEX_START CustomJob on the emulator, as Compute Engine
-    reclaims Spot VMs: its replicas are stopped and it ends FAILED (STOCKOUT)."""
+    reclaims Spot VMs: its replicas are terminated and it ends FAILED (STOCKOUT)."""
     import grpc
 
     from trainpool.config import EMULATOR_ENV, emulator_host

@@ -1,1 +1,1 @@
-"""The job engine: replicas started, watched, restarted and stopped, by Vertex's failure rules."""
+"""The job engine: replicas started, watched, restarted and terminated by Vertex's failure rules."""

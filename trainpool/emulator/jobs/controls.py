@@ -1,4 +1,4 @@
-"""How a running job is stopped from outside: cancel, preempt, or a stop with its reason.
+"""How a running job is ended from outside: cancel, preempt, or an early stop with its reason.
 
 Each is set once, from any thread (a gRPC call, a sweep's stopping rule, a test's fault),
 and tells whoever listens at once (:meth:`Flag.listen`), so the job engine acts on it
@@ -61,7 +61,7 @@ class Stop:
 
 @dataclass(frozen=True)
 class Controls:
-    """How a running job is stopped from outside: ``cancel``, ``preempt`` (its VMs
+    """How a running job is ended from outside: ``cancel``, ``preempt`` (its VMs
     reclaimed, :mod:`trainpool.emulator.api.faults_service`), or ``stop`` (the service stops
     it early, :class:`Stop`)."""
 

@@ -9,7 +9,7 @@ happened: the quota admitted it, a replica exited (the spawner's reader wakes it
 was set (Cancel, a stop, a preemption), or a deadline fell due (the engine's timers).
 
 Whatever ends it (its outcome, an error of the emulator's, a full disk), the end is the same:
-replicas stopped, ``ended ...`` in ``job.log``, the record finished, the slots given back,
+replicas terminated, ``ended ...`` in ``job.log``, the record finished, the slots given back,
 ``on_end(outcome)`` called. A disk too full for the emulator to write its notes or records
 fails the job with code 8 (RESOURCE_EXHAUSTED) and a message naming the disk; so does a
 replica that fails while the disk is full (:func:`store_full`), its own write having found

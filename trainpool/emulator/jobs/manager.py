@@ -209,7 +209,7 @@ class JobManager:
 
     def stop(self, name: str, reason: str) -> bool:
         """Stop job ``name`` early for the service (a sweep's stopping rule): its replicas are
-        stopped and it ends CANCELLED with ``reason``; False when it is not running here."""
+        terminated and it ends CANCELLED with ``reason``; False when it is not running here."""
         controls = self._controls_of(name)
         if controls is None:
             return False
@@ -217,7 +217,7 @@ class JobManager:
         return True
 
     def preempt(self, name: str) -> bool:
-        """Preempt CustomJob ``name`` (its replicas are stopped, the job fails as Vertex's
+        """Preempt CustomJob ``name`` (its replicas are terminated, the job fails as Vertex's
         preempted jobs do); False when it is not running here."""
         controls = self._controls_of(name)
         if controls is None:
@@ -295,7 +295,7 @@ class JobManager:
             self.finish(name, Outcome("FAILED", CODE_INTERNAL, RESTART_MESSAGE))
 
     def shutdown(self) -> None:
-        """Stop every running job (marked FAILED: the emulator stopped) and wait for them."""
+        """End every running job (marked FAILED: the emulator closed) and wait for them."""
         self._stopping.set()
         with self._changed:
             running = list(self._controls.values())

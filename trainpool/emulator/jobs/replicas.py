@@ -7,8 +7,8 @@
   CLUSTER_SPEC task, host and port), up to the policy's restarts per replica, after which
   the whole job is retried; ``restartJobOnWorkerRestart`` restarts every replica instead.
 - When pools 0 and 1 have all exited 0 the job succeeded; evaluators (pool 3) get
-  ``EVALUATOR_GRACE_S`` to finish their last evaluation, parameter servers are stopped.
-- Cancel stops every replica (SIGTERM, then SIGKILL) and ends CANCELLED.
+  ``EVALUATOR_GRACE_S`` to finish their last evaluation, parameter servers are terminated.
+- Cancel terminates every replica (SIGTERM, then SIGKILL) and ends CANCELLED.
 - A stop asked by the service (:class:`Stop`: a sweep's automated stopping rule stopping a
   trial's CustomJob early) stops every replica the same way and ends CANCELLED, code 1, with
   the stop's reason as the message instead of "CANCELED".
@@ -92,9 +92,9 @@ class ReplicaRun:
         self.full = full
         """Why the store's disk is full (an OSError naming it), None when it is not."""
         self.terminator = terminator
-        """Runs a restart's stop of the old replicas (default: at once, in the caller)."""
+        """Runs a restart's termination of the old replicas (default: at once, in the caller)."""
         self.restarting: list[tuple[list[Launch], list[Replica], threading.Event]] = []
-        """Restarts whose old replicas are being stopped by the ``terminator``: their launches,
+        """Restarts whose old replicas are being terminated by the ``terminator``: their launches,
         the old replicas, and an event set once those are gone."""
         self.clock = clock
         self.controls = controls
@@ -161,7 +161,7 @@ class ReplicaRun:
         except RuntimeError:  # the terminator is shut down (the emulator closes): here
             terminate_old()
 
-    def _restart_stopped(self) -> None:
+    def _restart_terminated(self) -> None:
         """Start the replicas of every restart whose old ones are gone."""
         for entry in [e for e in self.restarting if e[2].is_set()]:
             self.restarting.remove(entry)
@@ -203,7 +203,7 @@ class ReplicaRun:
             self._apply_kill(self.kill, now)
         if self.restarting:
             try:
-                self._restart_stopped()
+                self._restart_terminated()
             except OSError as err:
                 if is_disk_full(err):
                     raise
