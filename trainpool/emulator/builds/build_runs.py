@@ -57,8 +57,8 @@ class BuildRuns:
         self.records = state.records
         self.hold_s = float(os.environ.get(HOLD_ENV, "0") or 0)
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        state.on_close(self._stopping.set)
+        self._closing = threading.Event()
+        state.on_close(self._closing.set)
 
     def get(self, project: str, build_id: str) -> cb.Build | None:
         return self.records.get(BUILDS, build_name(project, build_id))
@@ -110,7 +110,7 @@ class BuildRuns:
         )
 
     def _run(self, build: cb.Build, log_file: Path) -> None:
-        if self._stopping.wait(self.hold_s):
+        if self._closing.wait(self.hold_s):
             return  # the server stops: the next one records this build FAILURE
         if self._set(build, status=Status.WORKING, start_time=self.state.clock.now()) is None:
             return

@@ -41,7 +41,7 @@ emulator under load")."""
 SETUP_WORKERS = 4
 """Threads that plan jobs' replicas (package installs); a job waits PENDING for one."""
 STOP_WORKERS = 4
-"""Threads that stop ended jobs' replicas (SIGTERM, the grace period, SIGKILL)."""
+"""Threads that terminate ended jobs' replicas (SIGTERM, the grace period, SIGKILL)."""
 
 
 class Timer:

@@ -76,7 +76,7 @@ class JobManager:
         self.monotonic = state.clock.monotonic
         state.clock.on_advance(lambda _: self._clock_moved())
         self._changed = threading.Condition()
-        self._stopping = threading.Event()
+        self._closing = threading.Event()
         state.db.executescript(_SCHEMA)
 
     # records
@@ -200,7 +200,7 @@ class JobManager:
             return self._controls.get(name)
 
     def cancel(self, name: str) -> bool:
-        """Ask a running job to stop; False when it is not running here."""
+        """Ask a running job to cancel; False when it is not running here."""
         controls = self._controls_of(name)
         if controls is None:
             return False
@@ -257,7 +257,7 @@ class JobManager:
         """Record how the job ended; a job cancelled because the emulator stops is FAILED. A
         sweep's trials still running end with it (INFEASIBLE, the job's message). Its
         replica processes are forgotten in the same transaction."""
-        if outcome.state == "CANCELLED" and self._stopping.is_set():
+        if outcome.state == "CANCELLED" and self._closing.is_set():
             outcome = Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE)
 
         def change(job: Any) -> None:
@@ -285,7 +285,7 @@ class JobManager:
         ]
 
     def recover(self) -> None:
-        """After a restart: stop what a dead server left running and mark its jobs FAILED."""
+        """After a restart: terminate what a dead server left running and mark its jobs FAILED."""
         rows = self.state.db.execute("SELECT pid, start_ticks, boot_id FROM replica_processes")
         processes.stop_groups(
             [processes.ProcessId(r["pid"], r["start_ticks"], r["boot_id"]) for r in rows]
@@ -296,7 +296,7 @@ class JobManager:
 
     def shutdown(self) -> None:
         """End every running job (marked FAILED: the emulator closed) and wait for them."""
-        self._stopping.set()
+        self._closing.set()
         with self._changed:
             running = list(self._controls.values())
         for controls in running:

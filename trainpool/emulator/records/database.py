@@ -78,7 +78,7 @@ class Database:
         self._ids_lock = threading.Lock()
         self._readers: list[sqlite3.Connection] = []
         self._closed = False
-        self._stop = threading.Event()
+        self._closing = threading.Event()
         self._checkpointer = threading.Thread(
             target=self._checkpoints, name="trainpool-sqlite-checkpoint", daemon=True
         )
@@ -89,7 +89,7 @@ class Database:
         writers and readers go on meanwhile)."""
         conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         try:
-            while not self._stop.wait(CHECKPOINT_S):
+            while not self._closing.wait(CHECKPOINT_S):
                 try:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 except sqlite3.Error:
@@ -197,7 +197,7 @@ class Database:
         return {row["name"] for row in rows}
 
     def close(self) -> None:
-        self._stop.set()
+        self._closing.set()
         self._checkpointer.join(timeout=5)
         with self._lock:
             try:

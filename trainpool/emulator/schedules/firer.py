@@ -72,7 +72,7 @@ class Firer:
         self.ledger = Ledger(state.db, state.home)
         self.lock = threading.RLock()
         self._wake = threading.Event()
-        self._stop = threading.Event()
+        self._closing = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="schedule-firer", daemon=True)
 
     # the thread
@@ -83,7 +83,7 @@ class Firer:
         self._thread.start()
 
     def close(self) -> None:
-        self._stop.set()
+        self._closing.set()
         self._wake.set()
         self._thread.join(timeout=10)
 
@@ -92,7 +92,7 @@ class Firer:
         self._wake.set()
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
+        while not self._closing.is_set():
             self.tick()
             due = self.next_due()
             wait = POLL_S
@@ -107,7 +107,7 @@ class Firer:
         ``fired``)."""
         fired = fired if fired is not None else Fired()
         with self.lock:
-            if self._stop.is_set():
+            if self._closing.is_set():
                 return fired
             names = self.records.names(SCHEDULES, not_states=[State.COMPLETED])
             names += [n for n in self.ledger.queued_schedules() if n not in names]
