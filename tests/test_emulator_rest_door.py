@@ -282,6 +282,41 @@ def test_an_update_mask_in_the_query_changes_only_what_it_names(
     assert still["displayName"] == "renamed", "a refused update changes nothing"
 
 
+def test_a_read_mask_lists_only_the_fields_it_names_on_every_door(
+    emu: emulator.Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``read_mask`` on a List request: "Mask specifying which fields to read"
+    (ListCustomJobsRequest, google/cloud/aiplatform/v1/job_service.proto): the rest are unset."""
+    body = {
+        "displayName": "masked",
+        "labels": {"team": "m"},
+        "jobSpec": {"workerPoolSpecs": [POOL]},
+    }
+    status, job = call(emu, "POST", f"/v1/{PARENT}/customJobs", body)
+    assert status == 200, job
+    mask = "filter=labels.team%3D%22m%22&readMask=name,displayName"
+    status, listed = call(emu, "GET", f"/v1/{PARENT}/customJobs?{mask}")
+    assert status == 200, listed
+    assert listed["customJobs"] == [{"name": job["name"], "displayName": "masked"}]
+    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+    client = job_client("us-central1")
+    masked = client.list_custom_jobs(
+        request={"parent": PARENT, "read_mask": {"paths": ["display_name", "labels"]}}
+    )
+    found = [j for j in masked if j.display_name == "masked"]
+    assert found and all(j.labels == {"team": "m"} for j in found)
+    assert all(not j.name and not j.job_spec.worker_pool_specs for j in found)
+    assert all(j.state == JobState.JOB_STATE_UNSPECIFIED for j in found)
+    full = [j for j in client.list_custom_jobs(parent=PARENT) if j.display_name == "masked"]
+    assert full and all(j.name and j.job_spec.worker_pool_specs for j in full), "none: all"
+    refused = error(
+        call(emu, "GET", f"/v1/{PARENT}/customJobs?readMask=displayName,noSuchField"),
+        400,
+        "INVALID_ARGUMENT",
+    )
+    assert refused.startswith("read_mask: no_such_field is not a field of CustomJob; accepted:")
+
+
 def test_what_is_not_emulated_answers_at_once_naming_it(emu: emulator.Emulator) -> None:
     batch = error(call(emu, "POST", f"/v1/{PARENT}/batchPredictionJobs", {}), 501, "UNIMPLEMENTED")
     assert (

@@ -27,6 +27,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
+from trainpool.emulator.api import read_masks
 from trainpool.emulator.api.proto_checks import check_request
 from trainpool.emulator.jobs.quota import QuotaExceeded
 from trainpool.emulator.records.database import is_disk_full
@@ -73,8 +74,15 @@ class Service:
         return self.name.rsplit(".", 1)[-1]
 
     def call(self, method: str, request: Any) -> Any:
-        """The response of ``method`` to ``request``; every failure is an :class:`RpcError`."""
-        return invoke(self.methods[method].function, request, f"{self.short}.{method}")
+        """The response of ``method`` to ``request``; every failure is an :class:`RpcError`.
+        A List request's ``read_mask`` is applied here (:mod:`.read_masks`), for every door."""
+        served = self.methods[method]
+
+        def answer(request: Any) -> Any:
+            read_masks.check(request, served.response_type)
+            return read_masks.apply(request, served.function(request))
+
+        return invoke(answer, request, f"{self.short}.{method}")
 
     def grpc_handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(

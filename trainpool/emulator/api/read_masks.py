@@ -1,0 +1,93 @@
+"""A List request's ``read_mask``: each listed resource keeps only the fields it names.
+
+Vertex's List requests (``ListCustomJobsRequest``, ``ListPipelineJobsRequest``,
+``ListTensorboardsRequest``, ...) carry ``read_mask``, "Mask specifying which fields to read"
+(the field's comment in ``google/cloud/aiplatform/v1/job_service.proto``), so a client that
+asks for ``display_name,state`` gets resources with those fields set and every other field
+empty. Applied once, in :meth:`trainpool.emulator.api.rpc.Service.call`, so every door and
+both versions answer alike. A path the resource does not have is refused (INVALID_ARGUMENT)
+naming it and the resource's fields, as a bad ``update_mask`` is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import field_mask_pb2
+from google.protobuf.descriptor import FieldDescriptor
+
+from trainpool.errors import InputError, Problem
+
+
+def _pb(message: Any) -> Any:
+    """The protobuf behind a proto-plus message (a protobuf message is its own)."""
+    return getattr(message, "_pb", message)
+
+
+def check(request: Any, response_type: Any) -> None:
+    """Refuse a ``read_mask`` path that the listed resource of ``response_type`` lacks,
+    before the method runs."""
+    mask = _mask(request)
+    if mask is None:
+        return
+    listed = _listed_field(_pb(response_type()).DESCRIPTOR)
+    if listed is None:
+        return
+    resource = listed.message_type
+    if not mask.IsValidForDescriptor(resource):
+        fields = sorted(field.name for field in resource.fields)
+        bad = [path for path in mask.paths if path.split(".")[0] not in fields] or list(mask.paths)
+        raise InputError(
+            [
+                Problem(
+                    "read_mask",
+                    f"{', '.join(bad)} is not a field of {resource.name}; "
+                    f"accepted: {', '.join(fields)}",
+                )
+            ]
+        )
+
+
+def apply(request: Any, response: Any) -> Any:
+    """``response`` with each listed resource cut down to ``request.read_mask`` (unchanged
+    when the request has none, or names no path)."""
+    mask = _mask(request)
+    if mask is None:
+        return response
+    message = _pb(response)
+    listed = _listed_field(message.DESCRIPTOR)
+    if listed is None:
+        return response
+    for item in getattr(message, listed.name):
+        kept = type(item)()
+        mask.MergeMessage(item, kept)
+        item.CopyFrom(kept)
+    return response
+
+
+def _mask(request: Any) -> field_mask_pb2.FieldMask | None:
+    message = _pb(request)
+    if "read_mask" not in message.DESCRIPTOR.fields_by_name or not message.HasField("read_mask"):
+        return None
+    mask: field_mask_pb2.FieldMask = message.read_mask
+    return mask if mask.paths else None
+
+
+def _repeated(field: FieldDescriptor) -> bool:
+    """``field.is_repeated`` (protobuf 6: ``label`` is deprecated), or its label before that."""
+    repeated = getattr(field, "is_repeated", None)
+    if repeated is None:
+        return bool(field.label == FieldDescriptor.LABEL_REPEATED)
+    return bool(repeated)
+
+
+def _listed_field(descriptor: Any) -> Any:
+    """A List response's one repeated message field (its resources), else None."""
+    listed = [
+        field
+        for field in descriptor.fields
+        if _repeated(field)
+        and field.type == FieldDescriptor.TYPE_MESSAGE
+        and not field.message_type.GetOptions().map_entry
+    ]
+    return listed[0] if len(listed) == 1 else None
