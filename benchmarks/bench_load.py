@@ -33,7 +33,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+
+from job_calls import TimedCalls, percentile
 
 PARENT = "projects/bench/locations/us-central1"
 FINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
@@ -58,23 +59,10 @@ def client_main(index: int, jobs: int, deadline_s: float) -> None:
             ]
         },
     }
-    client.list_custom_jobs(request={"parent": PARENT, "page_size": 1})  # the channel is up
-    print("ready", flush=True)
-    sys.stdin.readline()
-    times: dict[str, list[float]] = {"create": [], "get": [], "list": []}
-
-    def timed(kind: str, call: Any, **request: Any) -> Any:
-        began = time.perf_counter()
-        result = call(request=request)
-        times[kind].append(time.perf_counter() - began)
-        return result
-
-    names: list[str] = []
-    mine = f'labels.client="{label}"'
-    for i in range(jobs):
-        names.append(timed("create", client.create_custom_job, parent=PARENT, custom_job=job).name)
-        timed("get", client.get_custom_job, name=names[i // 2])
-        timed("list", client.list_custom_jobs, parent=PARENT, filter=mine, page_size=10)
+    calls = TimedCalls(client, PARENT, label)
+    calls.ready()
+    names = calls.load(job, jobs)
+    timed, mine, times = calls.timed, calls.mine, calls.times
     states: dict[str, str] = {}
     stop = time.monotonic() + deadline_s
     while len(states) < len(names) and time.monotonic() < stop:
@@ -177,11 +165,6 @@ def threads(pid: int) -> int:
     except OSError:
         pass
     return 0
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def main() -> None:

@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from job_calls import TimedCalls, percentile
+
 PARENT = "projects/bench/locations/us-central1"
 JOB = {
     "display_name": "rest-bench",
@@ -68,32 +70,11 @@ def make_client(transport: str) -> Any:
 
 
 def client_main(index: int, jobs: int, transport: str) -> None:
-    client = make_client(transport)
     label = f"{transport}{index}"
-    job = {**JOB, "labels": {"client": label}}
-    client.list_custom_jobs(request={"parent": PARENT, "page_size": 1})
-    print("ready", flush=True)
-    sys.stdin.readline()
-    times: dict[str, list[float]] = {"create": [], "get": [], "list": []}
-
-    def timed(kind: str, call: Any, **request: Any) -> Any:
-        began = time.perf_counter()
-        result = call(request=request)
-        times[kind].append(time.perf_counter() - began)
-        return result
-
-    names: list[str] = []
-    mine = f'labels.client="{label}"'
-    for i in range(jobs):
-        names.append(timed("create", client.create_custom_job, parent=PARENT, custom_job=job).name)
-        timed("get", client.get_custom_job, name=names[i // 2])
-        timed("list", client.list_custom_jobs, parent=PARENT, filter=mine, page_size=10)
-    print(json.dumps(times), flush=True)
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+    calls = TimedCalls(make_client(transport), PARENT, label)
+    calls.ready()
+    calls.load({**JOB, "labels": {"client": label}}, jobs)
+    print(json.dumps(calls.times), flush=True)
 
 
 def load(args: argparse.Namespace, env: dict[str, str], transport: str) -> dict[str, Any]:

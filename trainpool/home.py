@@ -20,7 +20,7 @@ that reads or writes there (the emulator, the local run, the image store, the CL
     <root>/pipelines/<job id>/      a PipelineJob's spec, run log and its run's files (run/)
     <root>/schedules/<id>/          a Schedule's log: each run started, queued or skipped
     <root>/builds/<build id>/       a Cloud Build's log
-    <root>/local-runs/<run>/          a local run's resolved YAML, its tasks' sandboxes and logs;
+    <root>/local-runs/<run>/        a local run's resolved YAML, its tasks' sandboxes and logs;
                                     its transcript beside it
 
 Standard library and ``trainpool.config`` only.
@@ -28,6 +28,9 @@ Standard library and ``trainpool.config`` only.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,3 +220,17 @@ class Home:
 
     def build_log(self, build_id: str) -> Path:
         return self.root / "builds" / build_id / "log.txt"
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the lock file ``path`` (made, with its folder, when missing) for the block: one
+    holder at a time across this machine's processes and threads, so two builds of one
+    environment or image wait for each other instead of writing it twice."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -21,7 +21,6 @@ Layout under ``<root>/images/``::
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import posixpath
@@ -38,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from trainpool.home import Home
+from trainpool.home import Home, locked
 from trainpool.images import image_config, image_ref, store_check
 from trainpool.images.context import BuildContext
 
@@ -237,14 +236,8 @@ def check(root: Path, digest: str) -> str | None:
 @contextlib.contextmanager
 def _building(root: Path, digest: str) -> Iterator[None]:
     """Hold the build lock of ``digest`` (across processes and threads)."""
-    locks = images_dir(root) / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / digest, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with locked(images_dir(root) / "locks" / digest):
+        yield
 
 
 def add(

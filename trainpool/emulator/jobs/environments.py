@@ -33,14 +33,12 @@ failed build fails the job with pip's error and leaves nothing that counts as bu
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import platform
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +46,7 @@ from pathlib import Path
 from trainpool.catalog import PrebuiltImage, documented_versions, included_packages
 from trainpool.emulator.jobs import pip_versions
 from trainpool.errors import InputError, Problem
-from trainpool.home import Home
+from trainpool.home import Home, locked
 
 FRAMEWORK_PACKAGES = {
     "tensorflow": "tensorflow-cpu",
@@ -145,17 +143,6 @@ def borrowed(image: PrebuiltImage) -> tuple[str, tuple[str, ...]]:
     return nearest, names
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def ensure(
     home: Home, image: PrebuiltImage, note: Callable[[str], None], field: str = "imageUri"
 ) -> Environment:
@@ -163,7 +150,7 @@ def ensure(
     :class:`BuildFailed` names ``field`` (where the job named the image) when it cannot be."""
     root = home.environments.resolve()
     folder = root / key(image)
-    with _locked(root / f".{key(image)}.lock"):
+    with locked(root / f".{key(image)}.lock"):
         if _recipe(folder / BUILT) != RECIPE:
             note(f"building the environment of {image.framework} {image.version} in {folder}")
             try:

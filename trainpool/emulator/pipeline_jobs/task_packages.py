@@ -22,7 +22,6 @@ package index for it.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -30,14 +29,14 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
 from trainpool.emulator.jobs import packages, replica_python
 from trainpool.errors import InputError
+from trainpool.home import locked
 
 PREFIX = "PIP_DISABLE_PIP_VERSION_CHECK=1 "
 PIP = ("python3", "-m", "pip", "install", "--quiet", "--no-warn-script-location")
@@ -122,17 +121,6 @@ def _link(dist: importlib.metadata.Distribution, site: Path) -> None:
             target.symlink_to(source)
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def site_of(folder: Path) -> Path:
     return folder / "lib" / replica_python.VERSION / "site-packages"
 
@@ -153,7 +141,7 @@ def provision(
     )
     name = hashlib.sha256(recipe.encode()).hexdigest()[:20]
     folder = root / "task-packages" / name
-    with _locked(root / "task-packages" / f".{name}.lock"):
+    with locked(root / "task-packages" / f".{name}.lock"):
         if (folder / READY).is_file():
             return site_of(folder)
         if folder.exists():
