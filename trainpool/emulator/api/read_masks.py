@@ -26,7 +26,8 @@ def _pb(message: Any) -> Any:
 
 def check(request: Any, response_type: Any) -> None:
     """Refuse a ``read_mask`` path that the listed resource of ``response_type`` lacks,
-    before the method runs."""
+    before the method runs. A path may go into a ``Struct`` field by its keys
+    (``pipeline_spec.pipeline_info``, as the SDK's ``PipelineJob.list`` asks)."""
     mask = _mask(request)
     if mask is None:
         return
@@ -34,9 +35,9 @@ def check(request: Any, response_type: Any) -> None:
     if listed is None:
         return
     resource = listed.message_type
-    if not mask.IsValidForDescriptor(resource):
+    bad = [path for path in mask.paths if not _valid(resource, path.split("."))]
+    if bad:
         fields = sorted(field.name for field in resource.fields)
-        bad = [path for path in mask.paths if path.split(".")[0] not in fields] or list(mask.paths)
         raise InputError(
             [
                 Problem(
@@ -58,11 +59,68 @@ def apply(request: Any, response: Any) -> Any:
     listed = _listed_field(message.DESCRIPTOR)
     if listed is None:
         return response
+    tree = _tree(list(mask.paths))
     for item in getattr(message, listed.name):
         kept = type(item)()
-        mask.MergeMessage(item, kept)
+        _keep(item, kept, tree)
         item.CopyFrom(kept)
     return response
+
+
+Tree = dict[str, "Tree"]
+"""The mask's paths as a tree: ``{"job_detail": {"pipeline_context": {}}}``; ``{}`` under a
+name keeps all of it."""
+
+
+def _tree(paths: list[str]) -> Tree:
+    tree: Tree = {}
+    for path in paths:
+        node = tree
+        parts = path.split(".")
+        for i, part in enumerate(parts):
+            if part in node and not node[part]:
+                break  # a shorter path already keeps all of it
+            node = node.setdefault(part, {})
+            if i == len(parts) - 1:
+                node.clear()
+    return tree
+
+
+def _is_struct(descriptor: Any) -> bool:
+    return bool(descriptor.full_name == "google.protobuf.Struct")
+
+
+def _valid(descriptor: Any, parts: list[str]) -> bool:
+    """Whether ``parts`` name a field of ``descriptor`` (and, further, a field of that
+    message, or any key of a ``Struct``)."""
+    if _is_struct(descriptor):
+        return True
+    field = descriptor.fields_by_name.get(parts[0])
+    if field is None:
+        return False
+    if len(parts) == 1:
+        return True
+    if field.type != FieldDescriptor.TYPE_MESSAGE or _repeated(field):
+        return False
+    return _valid(field.message_type, parts[1:])
+
+
+def _keep(source: Any, target: Any, tree: Tree) -> None:
+    """Copy into ``target`` what ``tree`` names of ``source``."""
+    if _is_struct(source.DESCRIPTOR):
+        for key, below in tree.items():
+            if key not in source.fields:
+                continue
+            if below and source.fields[key].HasField("struct_value"):
+                _keep(source.fields[key].struct_value, target.fields[key].struct_value, below)
+            else:
+                target.fields[key].CopyFrom(source.fields[key])
+        return
+    for name, below in tree.items():
+        if not below:  # the whole field, as protobuf's own FieldMask copies it
+            field_mask_pb2.FieldMask(paths=[name]).MergeMessage(source, target)
+        elif source.HasField(name):  # a message, narrowed (checked: singular)
+            _keep(getattr(source, name), getattr(target, name), below)
 
 
 def _mask(request: Any) -> field_mask_pb2.FieldMask | None:
