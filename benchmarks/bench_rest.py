@@ -108,7 +108,7 @@ def load(args: argparse.Namespace, env: dict[str, str], transport: str) -> dict[
 def gcloud_times(args: argparse.Namespace, root: Path, tmp: Path) -> None:
     gcloud = shutil.which("gcloud")
     if gcloud is None or args.gcloud < 1:
-        print("gcloud: not installed here, not timed")
+        print("gcloud: not timed (" + ("--gcloud 0" if gcloud else "not installed here") + ")")
         return
     config = tmp / "job.yaml"
     config.write_text(

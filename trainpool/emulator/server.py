@@ -71,9 +71,10 @@ SERVICES: tuple[ModuleType, ...] = (
     clock_service,
 )
 WORKERS = 8
-"""gRPC handler threads. Handlers are short (one SQLite statement or a few) and share one GIL
-with each other and the job engine's threads: more threads runnable at once make each wait
-longer for it, and a call beyond these waits in gRPC's queue (no thread). Far fewer are
+"""gRPC handler threads, and the REST door's calls handled at once. Handlers are short (one
+SQLite statement or a few) and share one GIL with each other and the job engine's threads:
+more threads runnable at once make each wait longer for it, and a call beyond these waits in
+gRPC's queue (no thread) or, over REST, on the door's semaphore. Far fewer are
 worse again: a call holds its thread while its request arrives. ``benchmarks/bench_load.py``
 measures it; its figures for 4, 8, 12 and 32 threads are on the benchmarks page
 (docs/reference/benchmarks.md, "The emulator under load"). The few calls that wait
@@ -287,7 +288,7 @@ def start(
         if storage:
             door = serve(state.home, limit=storage_max_bytes, secret=secret)
             state.storage = door.key
-        rest = RestDoor(state, DoorKey("", secret, state.home.storage_token))
+        rest = RestDoor(state, DoorKey("", secret, state.home.storage_token), calls_at_once=WORKERS)
         state.rest_address = rest.address
         if port is None:
             state.address = listen.listen_unix(server, listen.socket_path(state.home))

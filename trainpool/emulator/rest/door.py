@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -173,16 +174,17 @@ class _Handler(QuietHandler):
             return Answer(err.status, errors.body(code, err.message, http=err.status))
         query = parse_qsl(raw.query, keep_blank_values=True)
         method = service.methods[route.method]
-        try:
-            request = transcode.build(
-                new_message(method.request_type), route.body, payload, values, query
-            )
-            response = service.call(route.method, wrap_message(method.request_type, request))
-        except InputError as err:
-            return Answer.error(grpc.StatusCode.INVALID_ARGUMENT, str(err))
-        except RpcError as err:
-            return Answer.error(err.code, err.message)
-        rendered = transcode.render(raw_message(response), transcode.wants_int_enums(query))
+        with self.server.calls:  # at most as many at once as the gRPC door's handlers
+            try:
+                request = transcode.build(
+                    new_message(method.request_type), route.body, payload, values, query
+                )
+                response = service.call(route.method, wrap_message(method.request_type, request))
+            except InputError as err:
+                return Answer.error(grpc.StatusCode.INVALID_ARGUMENT, str(err))
+            except RpcError as err:
+                return Answer.error(err.code, err.message)
+            rendered = transcode.render(raw_message(response), transcode.wants_int_enums(query))
         return Answer(200, rendered)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _dispatch  # noqa: N815
@@ -212,9 +214,13 @@ def _no_route(door: RestDoor, api: str, verb: str, path: str, host: str) -> Answ
 class RestDoor(Loopback):
     """The REST door on ``127.0.0.1``; ``address`` is ``http://127.0.0.1:PORT``."""
 
-    def __init__(self, state: Any, key: DoorKey, port: int = 0) -> None:
+    def __init__(self, state: Any, key: DoorKey, port: int = 0, calls_at_once: int = 8) -> None:
         super().__init__(_Handler, port, "rest-door")
         self.state = state
+        self.calls = threading.BoundedSemaphore(calls_at_once)
+        """Each connection has a thread of its own, but at most ``calls_at_once`` requests
+        are made, handled and rendered at once (the gRPC door's handler threads: the
+        emulator's ``server.WORKERS``); the rest wait their turn without holding the GIL."""
         self.address = f"http://127.0.0.1:{self.port}"
         self.key = DoorKey(self.address, key.secret, key.token_file)
         self.routers = Routers(SERVED_APIS)
