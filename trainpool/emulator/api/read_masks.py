@@ -18,22 +18,28 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from trainpool.errors import InputError, Problem
 
+Tree = dict[str, "Tree"]
+"""The mask's paths as a tree: ``{"job_detail": {"pipeline_context": {}}}``; ``{}`` under a
+name keeps all of it."""
+
 
 def _pb(message: Any) -> Any:
     """The protobuf behind a proto-plus message (a protobuf message is its own)."""
     return getattr(message, "_pb", message)
 
 
-def check(request: Any, response_type: Any) -> None:
-    """Refuse a ``read_mask`` path that the listed resource of ``response_type`` lacks,
-    before the method runs. A path may go into a ``Struct`` field by its keys
-    (``pipeline_spec.pipeline_info``, as the SDK's ``PipelineJob.list`` asks)."""
+def requested(request: Any, response_type: Any) -> Tree | None:
+    """The fields ``request.read_mask`` keeps of each resource a ``response_type`` lists, as
+    a :data:`Tree`; None when there is nothing to cut (no mask, no path, or not a List).
+    A path the resource lacks is refused here, before the method runs. A path may go into
+    a ``Struct`` field by its keys (``pipeline_spec.pipeline_info``, as the SDK's
+    ``PipelineJob.list`` asks)."""
     mask = _mask(request)
     if mask is None:
-        return
+        return None
     listed = _listed_field(_pb(response_type()).DESCRIPTOR)
     if listed is None:
-        return
+        return None
     resource = listed.message_type
     bad = [path for path in mask.paths if not _valid(resource, path.split("."))]
     if bad:
@@ -47,29 +53,18 @@ def check(request: Any, response_type: Any) -> None:
                 )
             ]
         )
+    return _tree(list(mask.paths))
 
 
-def apply(request: Any, response: Any) -> Any:
-    """``response`` with each listed resource cut down to ``request.read_mask`` (unchanged
-    when the request has none, or names no path)."""
-    mask = _mask(request)
-    if mask is None:
-        return response
+def apply(tree: Tree, response: Any) -> Any:
+    """``response`` with each listed resource cut down to ``tree`` (:func:`requested`)."""
     message = _pb(response)
     listed = _listed_field(message.DESCRIPTOR)
-    if listed is None:
-        return response
-    tree = _tree(list(mask.paths))
     for item in getattr(message, listed.name):
         kept = type(item)()
         _keep(item, kept, tree)
         item.CopyFrom(kept)
     return response
-
-
-Tree = dict[str, "Tree"]
-"""The mask's paths as a tree: ``{"job_detail": {"pipeline_context": {}}}``; ``{}`` under a
-name keeps all of it."""
 
 
 def _tree(paths: list[str]) -> Tree:

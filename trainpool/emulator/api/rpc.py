@@ -79,8 +79,9 @@ class Service:
         served = self.methods[method]
 
         def answer(request: Any) -> Any:
-            read_masks.check(request, served.response_type)
-            return read_masks.apply(request, served.function(request))
+            fields = read_masks.requested(request, served.response_type)
+            response = served.function(request)
+            return response if fields is None else read_masks.apply(fields, response)
 
         return invoke(answer, request, f"{self.short}.{method}")
 
