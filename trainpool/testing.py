@@ -41,15 +41,7 @@ def emulated_vertex(root: str | Path, project: str = PROJECT) -> Iterator[Any]:
     from trainpool.config import HOME_ENV
 
     with emulator.start(root, storage=True) as running:
-        env = redirect.environment(
-            running.address,
-            running.storage_env(),
-            project=project,
-            base={},
-            rest_address=running.rest_address or "",
-            home=running.state.home,
-            proxy_address=running.proxy_address or "",
-        )
+        env = redirect.served_environment(running.address, running.served, project=project, base={})
         env[HOME_ENV] = str(running.root)
         saved = {key: os.environ.get(key) for key in env}
         os.environ.update(env)

@@ -22,7 +22,7 @@ from types import FrameType
 from trainpool import config
 from trainpool.emulated.emulators import emulator_for
 from trainpool.errors import InputError
-from trainpool.redirect import environment
+from trainpool.redirect import served_environment
 
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 
@@ -39,14 +39,7 @@ def run(argv: Sequence[str], root: Path | None = None, project: str = "") -> int
                 "`trainpool emulator` without --no-storage)",
                 file=sys.stderr,
             )
-        env = environment(
-            address,
-            served.storage_env,
-            project=project,
-            rest_address=served.rest_address,
-            home=served.home,
-            proxy_address=served.proxy_address,
-        )
+        env = served_environment(address, served, project=project)
         env[config.HOME_ENV] = str(served.home.root)
         try:
             child = subprocess.Popen(list(argv), env=env)

@@ -51,14 +51,8 @@ def emulator_for(root: Path | None = None) -> Iterator[tuple[str, Served]]:
             yield address, served
         return
     with start(home.root, storage=True) as emulator:
-        served = Served(
-            Home(emulator.root),
-            emulator.storage_env(),
-            emulator.rest_address or "",
-            emulator.proxy_address or "",
-        )
-        with patched_environ(_variables(emulator.address, served)):
-            yield emulator.address, served
+        with patched_environ(_variables(emulator.address, emulator.served)):
+            yield emulator.address, emulator.served
 
 
 def _variables(address: str, served: Served) -> dict[str, str]:

@@ -52,6 +52,7 @@ from trainpool.emulator.proxy import certs
 from trainpool.emulator.proxy.server import ProxyServer
 from trainpool.emulator.rest.door import RestDoor
 from trainpool.emulator.state import EmulatorState
+from trainpool.emulator_client import Served
 
 SERVICES: tuple[ModuleType, ...] = (
     job_service,
@@ -144,6 +145,14 @@ class Emulator:
     def storage_env(self) -> dict[str, str]:
         """``STORAGE_EMULATOR_HOST`` and gcloud's settings for the storage door ({} if none)."""
         return self.state.storage_env()
+
+    @property
+    def served(self) -> Served:
+        """What this emulator serves, as :func:`trainpool.emulator_client.served_by` asks
+        it of one running elsewhere."""
+        return Served(
+            self.state.home, self.storage_env(), self.rest_address or "", self.proxy_address or ""
+        )
 
     def preempt(self, job_name: str) -> cj.CustomJob:
         """Preempt RUNNING CustomJob ``job_name`` as Compute Engine reclaims Spot VMs, and

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from trainpool.config import EMULATOR_ENV, REST_ENV
+from trainpool.emulator_client import Served
 from trainpool.home import Home
 from trainpool.redirect import gcloud, https
 
@@ -70,6 +71,23 @@ def environment(
     return env
 
 
+def served_environment(
+    address: str, served: Served, *, project: str = "", base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """:func:`environment` for every door the emulator at ``address`` says it serves
+    (``served``: :func:`trainpool.emulator_client.served_by`, or a running emulator's
+    ``served``): what ``trainpool exec`` gives a command."""
+    return environment(
+        address,
+        served.storage_env,
+        project=project,
+        base=base,
+        rest_address=served.rest_address,
+        home=served.home,
+        proxy_address=served.proxy_address,
+    )
+
+
 def point_here(address: str | None = None, *, project: str = "") -> None:
     """Point this process's Google clients at the emulator at ``address`` (default:
     ``VERTEX_AI_EMULATOR_HOST``), as ``trainpool exec`` points a command's: the emulator
@@ -86,17 +104,7 @@ def point_here(address: str | None = None, *, project: str = "") -> None:
             f"point_here: no emulator address; accepted: an address (unix:PATH or "
             f"127.0.0.1:PORT) or {EMULATOR_ENV} set to one (`trainpool emulator` prints it)"
         )
-    served = served_by(address)
-    os.environ.update(
-        environment(
-            address,
-            served.storage_env,
-            project=project,
-            rest_address=served.rest_address,
-            home=served.home,
-            proxy_address=served.proxy_address,
-        )
-    )
+    os.environ.update(served_environment(address, served_by(address), project=project))
     install()
 
 
