@@ -69,14 +69,59 @@ def test_local_publish_names_the_image_by_digest_and_check_sees_new_sources(
     (project / "trainpool" / "config.py").write_text(
         (project / "trainpool" / "config.py").read_text() + "\n# a change\n"
     )
-    done = subprocess.run(
+    done = check(project)
+    assert done.returncode == 1
+    assert "components-image.json (the components image was published from sources" in done.stderr
+
+
+def check(project: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-c", CLI, "compile", "--check"],
         cwd=project,
         capture_output=True,
         text=True,
     )
+
+
+def append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
+
+
+def test_an_edit_outside_what_the_components_import_needs_no_publish(
+    project: Path, tmp_path: Path
+) -> None:
+    """The components image holds what the components import: an edit to the emulator, the
+    CLI, kfp.local's runner or the redirect leaves the image, its record and the YAML fresh;
+    a component importing one more module does not."""
+    out = trainpool(project, "publish", "--local", "--root", str(tmp_path / "store"))
+    assert re.search(r"the image carries (\d+) of trainpool's (\d+) modules", out), out
+    generated = {
+        p: p.read_bytes()
+        for p in [project / ".dockerignore", project / "components-image.json"]
+        + sorted(project.glob("component_specs/*.yaml"))
+        + sorted(project.glob("pipelines/*.yaml"))
+    }
+    for module in (
+        "emulator/server.py",
+        "cli/__init__.py",
+        "kfp_local/__init__.py",
+        "redirect/__init__.py",
+        "compiling.py",
+    ):
+        append(project / "trainpool" / module, "\n# an edit\n")
+    done = check(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "up to date" in done.stdout
+    assert {p: p.read_bytes() for p in generated} == generated  # the check writes nothing
+    append(
+        project / "components" / "plan_cluster.py",
+        "\ndef _more():\n    import trainpool.kfp_local\n",
+    )
+    done = check(project)
     assert done.returncode == 1
-    assert "components-image.json (the components image was published from sources" in done.stderr
+    assert ".dockerignore (the components image's context is not what the components import" in (
+        done.stderr
+    )
 
 
 @pytest.fixture

@@ -35,6 +35,9 @@ def publish_command(
     """Build the components image from the root Dockerfile, push it, and compile every
     component and pipeline so each task names it by digest.
 
+    The build context is what the components import of trainpool (written to the root
+    .dockerignore first), so an edit to the emulator or the CLI needs no publish.
+
     Records the image in components-image.json (later `trainpool compile` runs use it);
     check in that file and the recompiled YAML together.
     """
@@ -52,6 +55,15 @@ def publish_command(
         if not repository:
             fail("--repository: not given; accepted: an Artifact Registry repository id")
         image = f"{location}-docker.pkg.dev/{project}/{repository}/{COMPONENTS}"
+    (project_dir / compiling.DOCKERIGNORE).write_text(
+        compiling.dockerignore_text(project_dir), encoding="utf-8"
+    )
+    carried = [f for f in compiling.components_image_files(project_dir) if f.endswith(".py")]
+    total = sum(1 for p in (project_dir / compiling.IMAGE_PACKAGE).rglob("*.py"))
+    typer.echo(
+        f"the image carries {len(carried)} of trainpool's {total} modules: what the components "
+        f"import (listed in {compiling.DOCKERIGNORE})"
+    )
     try:
         result = build_image(
             project_dir,
