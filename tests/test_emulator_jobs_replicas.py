@@ -21,6 +21,7 @@ from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED, RetryPolicy
 from trainpool.emulator.jobs.outcomes import Outcome
 from trainpool.emulator.jobs.processes import Launch, Replica
 from trainpool.emulator.jobs.replicas import ReplicaRun
+from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -113,6 +114,7 @@ def run_replicas(
     preempt: threading.Event | None = None,
     stop: Stop | None = None,
     clock: Callable[[], float] = time.monotonic,
+    runner: ReplicaRunner = HOST_PROCESSES,
 ) -> Outcome:
     """Start every launch, watch, restart and stop them, and say how the run ended, in the
     calling thread.
@@ -136,6 +138,7 @@ def run_replicas(
         kill=kill,
         wake=changed.set,
         clock=clock,
+        runner=runner,
     )
     try:
         outcome = run.begin()

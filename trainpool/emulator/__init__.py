@@ -1,4 +1,4 @@
-"""The local Vertex AI emulator: the training API on loopback, replicas as local processes.
+"""The local Vertex AI emulator: the training API on loopback, replicas run by a replica runner.
 
 with trainpool.emulator.start(root) as emu:
     os.environ["VERTEX_AI_EMULATOR_HOST"] = emu.address

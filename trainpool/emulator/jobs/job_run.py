@@ -45,6 +45,7 @@ from trainpool.emulator.jobs.processes import Launch, Replica
 from trainpool.emulator.jobs.programs import LaunchError
 from trainpool.emulator.jobs.quota import Quota, Ticket, replica_slots
 from trainpool.emulator.jobs.replicas import ReplicaRun
+from trainpool.emulator.jobs.runners import ReplicaRunner
 from trainpool.emulator.records.database import MIN_FREE_BYTES, DiskFull, is_disk_full
 from trainpool.emulator.tensorboards import uploads
 from trainpool.spec.timing import duration_seconds
@@ -56,6 +57,8 @@ class Host(Protocol):
     engine: Engine
     quota: Quota
     kill: KillFault | None
+    runner: ReplicaRunner
+    """How the replicas run (:mod:`trainpool.emulator.jobs.runners`)."""
     monotonic: Callable[[], float]
     """The emulator's clock in monotonic seconds (``scheduling.timeout`` is measured on it)."""
 
@@ -194,6 +197,7 @@ class JobRun:
             clock=self.manager.monotonic,
             terminator=self.manager.engine.terminations.submit,
             full=lambda: store_full(self.ctx.home.root),
+            runner=self.manager.runner,
         )
         self.phase = "running"
         outcome = self.run.begin()

@@ -31,6 +31,7 @@ from trainpool.emulator.jobs.job_run import JobRun
 from trainpool.emulator.jobs.outcomes import Outcome
 from trainpool.emulator.jobs.processes import Replica
 from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
+from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
 from trainpool.emulator.records.database import is_disk_full, keep_id
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind, kind_of
 from trainpool.emulator.state import EmulatorState
@@ -65,8 +66,15 @@ def parse_name(name: str) -> tuple[str, str, str]:
 class JobManager:
     """Creates, starts, cancels and recovers jobs on one engine, within one replica quota."""
 
-    def __init__(self, state: EmulatorState, max_replicas: int | None = None) -> None:
+    def __init__(
+        self,
+        state: EmulatorState,
+        max_replicas: int | None = None,
+        runner: ReplicaRunner = HOST_PROCESSES,
+    ) -> None:
         self.state = state
+        self.runner = runner
+        """How every job's replicas run (:mod:`trainpool.emulator.jobs.runners`)."""
         self.records = state.records
         self.kill = state.faults.kill
         self.engine = Engine()
@@ -287,7 +295,7 @@ class JobManager:
     def recover(self) -> None:
         """After a restart: terminate what a dead server left running and mark its jobs FAILED."""
         rows = self.state.db.execute("SELECT pid, start_ticks, boot_id FROM replica_processes")
-        processes.stop_groups(
+        self.runner.clean_up(
             [processes.ProcessId(r["pid"], r["start_ticks"], r["boot_id"]) for r in rows]
         )
         self.state.db.execute("DELETE FROM replica_processes")

@@ -40,13 +40,11 @@ the same task: "Restart workers during the training job", understanding-training
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections.abc import Callable
 
 from trainpool.emulator.faults.config import KillFault
-from trainpool.emulator.jobs import processes, spawner
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.failure_rules import (
     CODE_DEADLINE_EXCEEDED,
@@ -60,6 +58,7 @@ from trainpool.emulator.jobs.failure_rules import (
 )
 from trainpool.emulator.jobs.outcomes import Outcome, controlled, failure_message
 from trainpool.emulator.jobs.processes import Launch, Replica
+from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
 from trainpool.emulator.records.database import is_disk_full
 
 EVALUATOR_GRACE_S = 10.0
@@ -87,8 +86,11 @@ class ReplicaRun:
         clock: Callable[[], float] = time.monotonic,
         terminator: Callable[[Callable[[], None]], object] = lambda stop: stop(),
         full: Callable[[], OSError | None] = lambda: None,
+        runner: ReplicaRunner = HOST_PROCESSES,
     ) -> None:
         self.launches = launches
+        self.runner = runner
+        """What starts, kills and terminates the replicas (``jobs.runners``)."""
         self.full = full
         """Why the store's disk is full (an OSError naming it), None when it is not."""
         self.terminator = terminator
@@ -132,7 +134,7 @@ class ReplicaRun:
             try:
                 if launch.workdir is not None:
                     launch.workdir.fresh()  # a fresh copy of the image's files, every start
-                replica = self.replicas[launch.name] = spawner.start(launch)
+                replica = self.replicas[launch.name] = self.runner.start(launch)
             except OSError as err:
                 if is_disk_full(err):
                     raise
@@ -150,7 +152,7 @@ class ReplicaRun:
 
         def terminate_old() -> None:
             try:
-                processes.terminate(old)
+                self.runner.terminate(old)
             finally:
                 gone.set()
                 self.wake()
@@ -171,7 +173,7 @@ class ReplicaRun:
         """Whether a replica, or a process a replica started, still runs (:meth:`close` would
         wait for it), a restart's old ones included."""
         return any(not gone.is_set() for _, _, gone in self.restarting) or any(
-            r.exit_status() is None or processes.group_alive(r.pgid) for r in self.replicas.values()
+            self.runner.alive(r) for r in self.replicas.values()
         )
 
     def close(self) -> None:
@@ -180,7 +182,7 @@ class ReplicaRun:
         nothing more is started."""
         old = [r for _, replicas, gone in self.restarting if not gone.is_set() for r in replicas]
         self.restarting.clear()
-        processes.terminate(list(self.replicas.values()) + old)
+        self.runner.terminate(list(self.replicas.values()) + old)
 
     def step(self) -> Outcome | None:
         """Look once at the controls, the deadlines and the replicas; the outcome when the run
@@ -254,7 +256,7 @@ class ReplicaRun:
             return
         if self.kills.get(kill.replica, 0) < kill.times and now - replica.started >= kill.after_s:
             self.kills[kill.replica] = self.kills.get(kill.replica, 0) + 1
-            processes.signal_group(replica.pgid, signal.SIGKILL)
+            self.runner.kill(replica)
 
     def on_failure(self, replica: Replica, status: int) -> Outcome | None:
         """Restart what Vertex would restart; the job's failure when it would not."""
