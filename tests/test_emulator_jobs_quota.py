@@ -216,7 +216,7 @@ def test_threads_stay_bounded_however_many_jobs(
             sampler.join()
     assert all(j.state == JobState.JOB_STATE_SUCCEEDED for j in ended)
     # the engine's pools fill up to their size, and no further (60 jobs, 4 at once)
-    pools = engine.WORKERS + engine.SETUP_WORKERS + engine.STOP_WORKERS
+    pools = engine.WORKERS + engine.SETUP_WORKERS + engine.TERMINATE_WORKERS
     assert max(peak) <= baseline + 1 + pools, max(peak)
 
 

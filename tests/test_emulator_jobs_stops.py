@@ -4,7 +4,7 @@ the job has ended or restarts every replica (``restartJobOnWorkerRestart``, a jo
 
 Vertex gives a stopped replica a grace period after SIGTERM before SIGKILL (Vertex AI docs,
 "Handle preemption": SIGTERM, then the VM is stopped; the emulator's
-``trainpool.emulator.jobs.processes.STOP_GRACE_S``), and a cancelled job shows
+``trainpool.emulator.jobs.processes.TERMINATE_GRACE_S``), and a cancelled job shows
 JOB_STATE_CANCELLING until it has stopped (aiplatform_v1 ``job_state.py``).
 """
 
@@ -59,7 +59,7 @@ def lines(path: Path) -> int:
 def test_replicas_that_ignore_sigterm_hold_up_no_other_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(processes, "STOP_GRACE_S", 60.0)  # far longer than the test may take
+    monkeypatch.setattr(processes, "TERMINATE_GRACE_S", 60.0)  # far longer than the test may take
     go = tmp_path / "go"
     stubborn = ["sh", "-c", f"trap '' TERM; while [ ! -e '{go}' ]; do sleep 0.05; done"]
     with emulator.start(tmp_path / "root", max_replicas=engine.WORKERS + 2) as running:
@@ -95,7 +95,7 @@ def test_a_restart_of_every_replica_waits_out_the_grace_off_the_job_threads(
     reference), so the primary, which ignores SIGTERM, is stopped first. As many such jobs
     as there are job threads wait out that grace period at once, and a quick job still runs
     meanwhile; the restarting jobs stay RUNNING, then restart every replica and succeed."""
-    monkeypatch.setattr(processes, "STOP_GRACE_S", 60.0)  # far longer than the test may take
+    monkeypatch.setattr(processes, "TERMINATE_GRACE_S", 60.0)  # far longer than the test may take
     go, out = tmp_path / "go", tmp_path / "out"
     out.mkdir()
 
@@ -128,7 +128,7 @@ def test_a_job_cancelled_while_its_replicas_restart_starts_none_again(
 ) -> None:
     """Cancelled while a restart of every replica waits for the primary to go: the job is
     CANCELLING until it has gone, then CANCELLED, and no replica was started again."""
-    monkeypatch.setattr(processes, "STOP_GRACE_S", 60.0)
+    monkeypatch.setattr(processes, "TERMINATE_GRACE_S", 60.0)
     go, out = tmp_path / "go", tmp_path / "out"
     out.mkdir()
     with emulator.start(tmp_path / "root") as running:

@@ -99,7 +99,7 @@ def test_restart_after_crash_marks_running_jobs_failed_and_keeps_every_record(
         after = client.get_custom_job(name=running.name)
         assert after.state == JobState.JOB_STATE_FAILED
         assert after.error.code == 13
-        assert after.error.message.startswith("The emulator stopped while this job was running")
+        assert after.error.message.startswith("The emulator ended while this job was running")
         assert after.create_time == running.create_time
         assert after.end_time > after.start_time
         listed = {j.name: j.state.name for j in client.list_custom_jobs(parent=PARENT)}
@@ -154,7 +154,7 @@ def test_after_a_restart_a_failed_sweeps_trials_and_their_jobs_agree_with_it(
     assert len(after.trials) == 2
     for trial in after.trials:
         assert trial.state == trial.State.INFEASIBLE, trial
-        assert trial.infeasible_reason.startswith("The emulator stopped while this job was running")
+        assert trial.infeasible_reason.startswith("The emulator ended while this job was running")
         assert trial.end_time
     assert sorted(j.name for j in trial_jobs) == sorted(t.custom_job for t in after.trials)
     assert all(j.state == JobState.JOB_STATE_FAILED and j.error.code == 13 for j in trial_jobs)
@@ -178,7 +178,7 @@ def test_sigterm_stops_the_server_and_its_jobs(
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         after = job_client("us-central1").get_custom_job(name=job.name)
     assert after.state == JobState.JOB_STATE_FAILED
-    assert after.error.message.startswith("The emulator was stopped while this job was running")
+    assert after.error.message.startswith("The emulator was closed while this job was running")
 
 
 def test_cli_refuses_bad_fault_flags(tmp_path: Path) -> None:

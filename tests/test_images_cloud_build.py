@@ -278,7 +278,7 @@ def test_a_build_running_when_the_server_died_ends_failure_after_a_restart(
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         after = cloud_build_client().get_build(project_id=PROJECT, id=build_id)
     assert after.status == types.Build.Status.FAILURE
-    assert after.status_detail.startswith("The emulator stopped while this build was running")
+    assert after.status_detail.startswith("The emulator ended while this build was running")
 
 
 def test_the_default_source_bucket_is_made_on_first_use_as_gcloud_builds_submit_does(

@@ -57,7 +57,7 @@ class EmulatorState:
     records: Records = field(init=False)
     operations: Operations = field(init=False)
     clock: Clock = field(init=False)
-    _stop_hooks: list[Callable[[], None]] = field(default_factory=list, init=False)
+    _close_hooks: list[Callable[[], None]] = field(default_factory=list, init=False)
     _shared: dict[type, Any] = field(default_factory=dict, init=False)
     _shared_lock: threading.RLock = field(default_factory=threading.RLock, init=False)
 
@@ -106,10 +106,10 @@ class EmulatorState:
 
     def on_close(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` when the emulator stops (last registered, first called)."""
-        self._stop_hooks.append(hook)
+        self._close_hooks.append(hook)
 
     def close(self) -> None:
         """Run the stop hooks, then close the database."""
-        while self._stop_hooks:
-            self._stop_hooks.pop()()
+        while self._close_hooks:
+            self._close_hooks.pop()()
         self.db.close()

@@ -6,7 +6,7 @@ method; it is how tests and ``trainpool jobs preempt`` reach a running emulator 
 another process. Which jobs can be preempted and how they end is written once, in
 :mod:`trainpool.emulator.jobs.failure_rules` (``PREEMPTIBLE_STRATEGIES``,
 ``PREEMPTION_RULE``): every replica gets SIGTERM, then SIGKILL after
-:data:`trainpool.emulator.jobs.processes.STOP_GRACE_S` (a VM going away), and the job ends
+:data:`trainpool.emulator.jobs.processes.TERMINATE_GRACE_S` (a VM going away), and the job ends
 FAILED with the STOCKOUT error, with no replica restarted and no retry. The request is in
 :mod:`trainpool.emulator_client.messages`; :func:`trainpool.emulator_client.preempt_job` is
 its client.

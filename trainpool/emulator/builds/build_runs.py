@@ -42,7 +42,7 @@ emulator uses the bucket ``gcloud builds submit`` already made for the project's
 Status = cb.Build.Status
 RUNNING = (Status.PENDING, Status.QUEUED, Status.WORKING)
 RESTART_DETAIL = (
-    "The emulator stopped while this build was running (server restart or crash); "
+    "The emulator ended while this build was running (server restart or crash); "
     "nothing was pushed. Create the build again to rerun it."
 )
 

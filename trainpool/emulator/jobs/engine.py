@@ -10,7 +10,7 @@ something happened to it (a replica exited, a Cancel arrived, a deadline passed)
   events;
 - ``stops``: a third, for the other wait: stopping a job's replicas (at its end, and before
   a restart of replicas that still run: ``restartJobOnWorkerRestart``, a job retry) gives
-  them a grace period after SIGTERM (:data:`trainpool.emulator.jobs.processes.STOP_GRACE_S`),
+  them a grace period after SIGTERM (:data:`trainpool.emulator.jobs.processes.TERMINATE_GRACE_S`),
   so a replica that ignores SIGTERM holds a stopping thread, never a job's;
 - :class:`Timers`: one thread that calls what is due (a job's timeout, the end of a grace
   period, a sweep's next look at its running trials).
@@ -18,7 +18,7 @@ something happened to it (a replica exited, a Cancel arrived, a deadline passed)
 Replica exits arrive on the spawner's one reader thread
 (:mod:`trainpool.emulator.jobs.spawner`). The emulator's threads are therefore bounded by
 constants, whatever the number of jobs: :data:`WORKERS` + :data:`SETUP_WORKERS` +
-:data:`STOP_WORKERS` + 1 timer + 1 reader, besides the gRPC server's own pool.
+:data:`TERMINATE_WORKERS` + 1 timer + 1 reader, besides the gRPC server's own pool.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ its figures for this choice are on the benchmarks page (docs/reference/benchmark
 emulator under load")."""
 SETUP_WORKERS = 4
 """Threads that plan jobs' replicas (package installs); a job waits PENDING for one."""
-STOP_WORKERS = 4
+TERMINATE_WORKERS = 4
 """Threads that terminate ended jobs' replicas (SIGTERM, the grace period, SIGKILL)."""
 
 
@@ -107,7 +107,7 @@ class Engine:
         self,
         workers: int = WORKERS,
         setup_workers: int = SETUP_WORKERS,
-        terminate_workers: int = STOP_WORKERS,
+        terminate_workers: int = TERMINATE_WORKERS,
     ) -> None:
         self.pool = ThreadPoolExecutor(workers, thread_name_prefix="trainpool-job")
         self.setup = ThreadPoolExecutor(setup_workers, thread_name_prefix="trainpool-setup")

@@ -81,7 +81,7 @@ def error_outcome(err: BaseException, root: Any) -> Outcome:
             "FAILED",
             CODE_RESOURCE_EXHAUSTED,
             f"The emulator cannot write to the disk of its store {root}: {err}. The job's "
-            "replicas were stopped; free some space and create the job again.",
+            "replicas were terminated; free some space and create the job again.",
         )
     return Outcome("FAILED", CODE_INTERNAL, f"Internal emulator error: {err!r}")
 

@@ -48,10 +48,10 @@ CREATE TABLE IF NOT EXISTS replica_processes (
 """
 
 RESTART_MESSAGE = (
-    "The emulator stopped while this job was running (server restart or crash); "
-    "its replicas were stopped. Create the job again to rerun it."
+    "The emulator ended while this job was running (server restart or crash); "
+    "its replicas were terminated. Create the job again to rerun it."
 )
-STOPPED_MESSAGE = "The emulator was stopped while this job was running; its replicas were stopped."
+CLOSED_MESSAGE = "The emulator was closed while this job was running; its replicas were terminated."
 Trial = study_types.Trial
 UNFINISHED_TRIALS = (Trial.State.ACTIVE, Trial.State.STOPPING, Trial.State.REQUESTED)
 SHUTDOWN_WAIT_S = 30.0
@@ -266,7 +266,7 @@ class JobManager:
         sweep's trials still running end with it (INFEASIBLE, the job's message). Its
         replica processes are forgotten in the same transaction."""
         if outcome.state == "CANCELLED" and self._closing.is_set():
-            outcome = Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE)
+            outcome = Outcome("FAILED", CODE_INTERNAL, CLOSED_MESSAGE)
 
         def change(job: Any) -> None:
             job.state = getattr(JobState, f"JOB_STATE_{outcome.state}")
@@ -315,7 +315,7 @@ class JobManager:
                 self._changed.wait(deadline - time.monotonic())
         for name in self.unfinished():
             try:
-                self.finish(name, Outcome("FAILED", CODE_INTERNAL, STOPPED_MESSAGE))
+                self.finish(name, Outcome("FAILED", CODE_INTERNAL, CLOSED_MESSAGE))
             except OSError as err:  # a full disk: the next start marks it (recover)
                 if not is_disk_full(err):
                     raise

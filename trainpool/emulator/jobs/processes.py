@@ -29,7 +29,7 @@ from pathlib import Path
 from trainpool.cluster_env.gcs import VERTEX_MOUNT
 from trainpool.emulator.jobs.workdirs import Workdir
 
-STOP_GRACE_S = 2.0
+TERMINATE_GRACE_S = 2.0
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
@@ -211,12 +211,12 @@ def signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def stop_groups(
+def terminate_groups(
     groups: Sequence[int | ProcessId],
     grace_s: float | None = None,
     reap: Sequence[Replica] = (),
 ) -> None:
-    """SIGTERM every group, wait up to ``grace_s`` (default :data:`STOP_GRACE_S`, read at the
+    """SIGTERM every group, wait up to ``grace_s`` (default :data:`TERMINATE_GRACE_S`, read at the
     call) for them to go, then SIGKILL what is left.
 
     A group is a pgid this process started, or the :class:`ProcessId` recorded when another
@@ -228,7 +228,7 @@ def stop_groups(
         pgid, recorded = (group.pid, group) if isinstance(group, ProcessId) else (group, None)
         if is_ours(pgid, recorded):
             pgids.append(pgid)
-    grace = STOP_GRACE_S if grace_s is None else grace_s
+    grace = TERMINATE_GRACE_S if grace_s is None else grace_s
     for pgid in pgids:
         _kill(pgid, signal.SIGTERM)
     if _gone(pgids, reap, time.monotonic() + grace):
@@ -257,8 +257,8 @@ def _kill(pgid: int, sig: int) -> None:
 
 
 def terminate(replicas: list[Replica], grace_s: float | None = None) -> None:
-    """Stop every replica's process group and reap the leaders (see :func:`stop_groups`)."""
-    stop_groups([r.pgid for r in replicas], grace_s, reap=replicas)
+    """Stop every replica's process group and reap the leaders (see :func:`terminate_groups`)."""
+    terminate_groups([r.pgid for r in replicas], grace_s, reap=replicas)
     with _owned_lock:
         for replica in replicas:
             if replica.exit_status() is not None and not group_alive(replica.pgid):

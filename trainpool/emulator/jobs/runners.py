@@ -73,7 +73,7 @@ class HostProcesses:
         processes.terminate(list(replicas), grace_s)
 
     def clean_up(self, recorded: Sequence[ProcessId]) -> None:
-        processes.stop_groups(list(recorded))
+        processes.terminate_groups(list(recorded))
 
 
 HOST_PROCESSES: ReplicaRunner = HostProcesses()

@@ -60,7 +60,7 @@ TERMINAL = frozenset(getattr(PipelineState, name) for name in FINAL_PIPELINE_STA
 DETAILS = "details.json"
 """Where a run keeps its tasks' details (:mod:`trainpool.kfp_local.details`)."""
 _FAILED = re.compile(r"^pipeline \S+ FAILED: ")
-STOPPED = "the emulator stopped while the pipeline ran"
+ENDED = "the emulator ended while the pipeline ran"
 LOG = logging.getLogger("trainpool.emulator.rpc")
 CANCEL_GRACE_S = 15.0
 """How long a cancelled run has to stop its tasks (a GCPC launcher cancels its job, the run
@@ -317,12 +317,12 @@ class PipelineRuns:
             runs = dict(self._runs)
         processes.terminate(list(runs.values()))
         for name in runs:
-            self.finish(name, 1, STOPPED)
+            self.finish(name, 1, ENDED)
 
     def recover(self) -> None:
         """Jobs a previous server left unfinished have no process any more: mark them FAILED."""
         for name in self.records.names(PIPELINE_JOBS, not_states=TERMINAL):
-            self.finish(name, 1, STOPPED)
+            self.finish(name, 1, ENDED)
 
 
 def runs_of(state: EmulatorState, manager: JobManager) -> PipelineRuns:
