@@ -4,6 +4,11 @@ A model is a record: its ``artifactUri`` names files in the local store, nothing
 served. Every model has one version, "1", aliased "default" (REST reference:
 https://cloud.google.com/vertex-ai/docs/reference/rest/v1/projects.locations.models).
 Used by ModelService.UploadModel and by a TrainingPipeline's ``modelToUpload``.
+
+A user-chosen model id follows Vertex's rule (``UploadModelRequest.model_id`` and
+``TrainingPipeline.model_id``, google/cloud/aiplatform/v1/model_service.proto and
+training_pipeline.proto: "This value may be up to 63 characters, and valid characters are
+`[a-z0-9_-]`. The first character cannot be a number or hyphen."): :data:`MODEL_ID`.
 """
 
 from __future__ import annotations
@@ -18,7 +23,17 @@ from trainpool.emulator.records.resources import AlreadyExists, Records
 from trainpool.errors import InputError, brief
 
 VERSION = "1"
-MODEL_ID = re.compile(r"^[a-z0-9][-a-z0-9]{0,127}$")
+MODEL_ID = re.compile(r"^[a-z_][a-z0-9_-]{0,62}$")
+MODEL_ID_RULE = (
+    "up to 63 lowercase letters, digits, '_' and '-', the first not a digit or '-' "
+    "([a-z_][a-z0-9_-]{0,62}, UploadModelRequest.model_id)"
+)
+
+
+def check_id(model_id: str, field: str = "model_id") -> None:
+    """InputError unless ``model_id`` is empty (generated) or follows :data:`MODEL_ID`."""
+    if model_id and not MODEL_ID.fullmatch(model_id):
+        raise InputError.of(field, f"{brief(model_id)}; accepted: {MODEL_ID_RULE}")
 
 
 def register(
@@ -27,12 +42,7 @@ def register(
     """Store ``model`` under ``parent`` as version "1"; InputError for a bad field."""
     if not model.display_name:
         raise InputError.of("model.display_name", "'' is empty; accepted: a non-empty name")
-    if model_id and not MODEL_ID.fullmatch(model_id):
-        raise InputError.of(
-            "model_id",
-            f"{brief(model_id)}; accepted: lowercase letters, digits and '-', "
-            "starting with a letter or digit, at most 128 characters",
-        )
+    check_id(model_id)
     model.name = f"{parent}/{MODELS.collection}/{model_id or db.new_id('model')}"
     stamp = records.clock.now()
     model.version_id = VERSION
