@@ -89,3 +89,52 @@ def test_the_sdk_uploads_a_model_with_an_underscored_id(emu: Any, transport: str
             model_id=f"1{transport}",
         )
     assert f"model_id: '1{transport}'; accepted: up to 63 lowercase letters" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("alias", "accepted"),
+    [
+        ("champion", True),
+        ("v2-candidate", True),
+        ("aB-9", True),
+        ("a" * 128, True),
+        ("a" * 129, False),  # [a-z][a-zA-Z0-9-]{0,126}[a-z0-9]
+        ("Champion", False),
+        ("2nd", False),
+        ("ends-", False),
+        ("endsUpper", True),
+        ("endS", False),
+        ("x", False),
+    ],
+)
+def test_the_version_alias_rule(alias: str, accepted: bool) -> None:
+    if accepted:
+        models.check_aliases([alias])
+    else:
+        with pytest.raises(InputError) as err:
+            models.check_aliases([alias])
+        assert str(err.value).startswith("model.version_aliases[0]: ")
+        assert "accepted: [a-z][a-zA-Z0-9-]{0,126}[a-z0-9]" in str(err.value)
+
+
+def test_the_sdk_names_a_version_by_its_alias(emu: Any) -> None:
+    aiplatform.init(api_transport="grpc", **WHERE)
+    model = aiplatform.Model.upload(
+        display_name="aliased",
+        artifact_uri="gs://models-bucket/model",
+        serving_container_image_uri="us-docker.pkg.dev/vertex-ai/prediction/sklearn-cpu.1-0:latest",
+        model_id="aliased_model",
+        version_aliases=["champion"],
+    )
+    assert list(model.version_aliases) == ["champion", "default"]
+    assert aiplatform.Model("aliased_model", version="champion").version_id == "1"
+    with pytest.raises(exceptions.NotFound):
+        aiplatform.Model("aliased_model", version="challenger")
+    with pytest.raises(exceptions.BadRequest) as err:
+        aiplatform.Model.upload(
+            display_name="bad-alias",
+            artifact_uri="gs://models-bucket/model",
+            serving_container_image_uri="us-docker.pkg.dev/vertex-ai/prediction/sklearn-cpu.1-0:latest",
+            version_aliases=["Champion"],
+        )
+    assert "model.version_aliases[0]: 'Champion'; accepted:" in str(err.value)

@@ -184,7 +184,8 @@ _RULES = {
     ),
     "training_pipeline.model_to_upload": Rule(
         APPLIED,
-        "registered in the Model Registry when the pipeline succeeds, as given "
+        "registered in the Model Registry when the pipeline succeeds, as given, its "
+        "version_aliases checked at create by Vertex's rule and 'default' added "
         "(records/models.py); nothing is served",
     ),
     "training_pipeline.model_id": Rule(

@@ -157,6 +157,9 @@ class PipelineService:
         if pipeline.model_to_upload:
             upload = pipeline.model_to_upload
             requests.check_labels(upload.labels, "training_pipeline.model_to_upload.labels")
+            models.check_aliases(
+                list(upload.version_aliases), "training_pipeline.model_to_upload.version_aliases"
+            )
             if upload.artifact_uri:
                 requests.check_gcs_uri(
                     upload.artifact_uri, "training_pipeline.model_to_upload.artifact_uri"
