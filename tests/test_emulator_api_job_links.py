@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from google.api_core import exceptions
 from google.cloud import aiplatform, storage
 from google.cloud.aiplatform import jobs
 
@@ -72,3 +73,41 @@ def test_a_job_with_only_an_experiment_gets_a_run_of_it(
         job_id,
         "mine",
     ]
+
+
+def test_a_job_whose_run_cannot_be_made_is_not_created(tmp_path: Any) -> None:
+    """The run is made with the job, or neither is: a Context already holding the run's id
+    (``{experiment}-{job id}``) refuses the Create, and no job is left behind."""
+    from google.cloud.aiplatform_v1.services.job_service import JobServiceClient
+    from google.cloud.aiplatform_v1.services.metadata_service import MetadataServiceClient
+
+    with emulated_vertex(tmp_path / "root", "demo"):
+        parent = "projects/demo/locations/us-central1"
+        metadata = MetadataServiceClient()
+        metadata.create_metadata_store(parent=parent, metadata_store_id="default").result()
+        store = f"{parent}/metadataStores/default"
+        experiment = metadata.create_context(
+            parent=store,
+            context_id="exp-clash",
+            context={"schema_title": "system.Experiment"},
+        )
+        metadata.create_context(parent=store, context_id="exp-clash-1000", context={})
+        pool = {
+            "machine_spec": {"machine_type": "n1-standard-4"},
+            "replica_count": 1,
+            "container_spec": {"image_uri": "local/none", "command": [sys.executable, "-c", "0"]},
+        }
+        jobs_client = JobServiceClient()
+        with pytest.raises(exceptions.AlreadyExists):
+            jobs_client.create_custom_job(
+                parent=parent,
+                custom_job={
+                    "display_name": "clash",
+                    "job_spec": {
+                        "worker_pool_specs": [pool],
+                        "experiment": experiment.name,
+                        "service_account": ACCOUNT,
+                    },
+                },
+            )
+        assert list(jobs_client.list_custom_jobs(parent=parent)) == []

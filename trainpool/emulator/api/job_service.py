@@ -84,7 +84,11 @@ class JobService:
         fill_disk_defaults(job.job_spec)
         job = self.manager.create(CUSTOM_JOBS, request.parent, job)
         if spec.get("experiment") and not spec.get("experimentRun"):
-            job = job_links.attach_run(self.state, job)
+            try:
+                job = job_links.attach_run(self.state, job)
+            except BaseException:
+                self.records.delete(CUSTOM_JOBS, job.name)  # no job without its run
+                raise
             spec["experimentRun"] = job.job_spec.experiment_run
         self._note(job.name, warnings)
         requests.note_fields("custom_job", fields, JobLog(self.manager.files(job.name).log))
