@@ -174,3 +174,39 @@ def test_label_filters_page_from_the_index_and_read_a_missing_label_as_empty(
     assert listed('labels.run="a" AND labels.t="x" AND state=JOB_STATE_SUCCEEDED') == [["j3"]]
     assert listed("state=JOB_STATE_NOT_A_STATE") == [[]]
     assert listed('display_name!="j1" AND labels.run="b"') == [[]]
+
+
+def test_create_fills_each_pools_boot_disk_as_vertex_does(client: Any) -> None:
+    """DiskSpec (machine_resources.proto): boot_disk_type "For non-A3U machines, the default
+    value is "pd-ssd"", boot_disk_size_gb "(default is 100GB)"; a size or type the request
+    names is kept, and an empty pool stays empty (a skipped role keeps its place)."""
+    spec = job("pass")
+    pool = spec["job_spec"]["worker_pool_specs"][0]
+    sized = {**pool, "disk_spec": {"boot_disk_size_gb": 250}}
+    spec["job_spec"]["worker_pool_specs"] = [pool, {}, sized]
+    created = client.create_custom_job(parent=PARENT, custom_job=spec)
+    got = client.get_custom_job(name=created.name)
+    pools = got.job_spec.worker_pool_specs
+    disks = [(p.disk_spec.boot_disk_type, p.disk_spec.boot_disk_size_gb) for p in pools]
+    assert disks == [("pd-ssd", 100), ("", 0), ("pd-ssd", 250)]
+    assert type(pools[1]).pb(pools[1]).ByteSize() == 0
+    sweep = {
+        "display_name": "disks",
+        "max_trial_count": 1,
+        "parallel_trial_count": 1,
+        "study_spec": {
+            "metrics": [{"metric_id": "score", "goal": "MAXIMIZE"}],
+            "parameters": [
+                {"parameter_id": "units", "integer_value_spec": {"min_value": 1, "max_value": 3}}
+            ],
+        },
+        "trial_job_spec": job("pass")["job_spec"],
+    }
+    made = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=sweep)
+    trial_pool = made.trial_job_spec.worker_pool_specs[0]
+    assert (trial_pool.disk_spec.boot_disk_type, trial_pool.disk_spec.boot_disk_size_gb) == (
+        "pd-ssd",
+        100,
+    )
+    wait(client, created.name)
+    wait_job(client.get_hyperparameter_tuning_job, made.name, 20.0)  # it fails: no metric

@@ -140,3 +140,45 @@ def test_metadata_rules_ids_cycles_and_etags(emu: Any) -> None:
     with pytest.raises(exceptions.InvalidArgument) as err:
         list(client.list_contexts(request={"parent": STORE, "filter": 'display_nam = "x"'}))
     assert "display_nam" in err.value.message and "accepted:" in err.value.message
+
+
+@pytest.mark.parametrize(
+    ("resource_id", "accepted"),
+    [
+        ("abcd", True),
+        ("0000", True),
+        ("run-1", True),
+        ("a" * 128, True),
+        ("abc", False),  # "Must be 4-128 characters in length"
+        ("a" * 129, False),
+        ("Run-1", False),  # "Valid characters are /[a-z][0-9]-/"
+        ("run_1", False),
+        ("run.1", False),
+    ],
+)
+@pytest.mark.parametrize("kind", ["context", "artifact", "execution"])
+def test_a_metadata_id_follows_the_protos_rule(
+    emu: Any, kind: str, resource_id: str, accepted: bool
+) -> None:
+    """``context_id``, ``artifact_id``, ``execution_id`` (metadata_service.proto): "Must be
+    4-128 characters in length. Valid characters are /[a-z][0-9]-/"; experiments and their
+    runs are contexts, so their ids follow it too."""
+    client = MetadataServiceClient()
+    try:
+        client.create_metadata_store(
+            parent=f"projects/{PROJECT}/locations/{LOCATION}", metadata_store_id="default"
+        ).result()
+    except exceptions.AlreadyExists:
+        pass
+    create = getattr(client, f"create_{kind}")
+    request = {"parent": STORE, f"{kind}_id": resource_id, kind: {}}
+    if accepted:
+        made = create(request=request)
+        assert made.name == f"{STORE}/{kind}s/{resource_id}"
+    else:
+        with pytest.raises(exceptions.InvalidArgument) as err:
+            create(request=request)
+        assert err.value.message.startswith(f"{kind}_id: '{resource_id[:20]}")
+        assert "accepted: 4-128 characters of lowercase letters, digits and '-'" in (
+            err.value.message
+        )

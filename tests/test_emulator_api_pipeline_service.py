@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from fixtures.pipelines import compile_fixture
 from fixtures.vertex import PARENT
 from google.api_core import exceptions
@@ -145,3 +146,83 @@ def test_batch_cancel_skips_ended_jobs_and_batch_delete_is_atomic(
             aiplatform.PipelineJob.get(name, **WHERE)
     with pytest.raises(exceptions.InvalidArgument, match="33 names; accepted: 1 to 32"):
         ended.batch_delete(names=[f"{PARENT}/pipelineJobs/x{n}" for n in range(33)], **WHERE)
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_a_pipeline_job_without_a_service_account_gets_the_default_compute_one(
+    sdk: emulator.Emulator, tmp_path: Path, transport: str
+) -> None:
+    """``PipelineJob.service_account``: "If not specified, the Compute Engine default service
+    account in the project will be used" (pipeline_job.proto), PROJECT_NUMBER-compute@...;
+    the project number is 0 here (``api/resource_manager.py``). Vertex also labels every run
+    ``vertex-ai-pipelines-run-billing-id`` with a number (the SDK reads it back as an int)."""
+    aiplatform.init(api_transport=transport)
+    job = submit(f"default-sa-{transport}", "echo_command", tmp_path)
+    account = "0-compute@developer.gserviceaccount.com"
+    assert job.gca_resource.service_account == account
+    assert int(job.gca_resource.labels["vertex-ai-pipelines-run-billing-id"]) > 0
+    assert job.gca_resource.labels["suite"] == "service"
+    got = aiplatform.PipelineJob.get(job.resource_name, **WHERE)
+    assert got.gca_resource.service_account == account
+    listed = clients.pipeline_client(WHERE["location"]).list_pipeline_jobs(
+        request={
+            "parent": PARENT,
+            "filter": f'display_name="default-sa-{transport}"',
+            "read_mask": {"paths": ["name", "service_account"]},
+        }
+    )
+    assert [(j.name, j.service_account) for j in listed] == [(job.resource_name, account)]
+    named = aiplatform.PipelineJob(
+        display_name=f"own-sa-{transport}",
+        template_path=str(compile_fixture("echo_command", tmp_path)),
+        pipeline_root="gs://demo-root/service",
+        enable_caching=False,
+        job_id=f"own-sa-{transport}",
+        **WHERE,
+    )
+    named.submit(service_account="runner@demo.iam.gserviceaccount.com")
+    assert named.gca_resource.service_account == "runner@demo.iam.gserviceaccount.com"
+    until_done(job, named)
+
+
+@pytest.mark.parametrize(
+    ("job_id", "accepted"),
+    [
+        ("a", True),
+        ("run-1", True),
+        ("a" * 128, True),
+        ("1run", False),  # the first character is a letter ([a-z][-a-z0-9]{0,127})
+        ("-run", False),
+        ("run_1", False),
+        ("Run", False),
+        ("a" * 129, False),
+    ],
+)
+def test_a_pipeline_job_id_follows_vertexs_rule(
+    sdk: emulator.Emulator, tmp_path: Path, job_id: str, accepted: bool
+) -> None:
+    """``[a-z][-a-z0-9]{0,127}``: the Vertex AI SDK's ``_VALID_NAME_PATTERN``
+    (``constants/pipeline.py``); CreatePipelineJobRequest.pipeline_job_id: "less than 128
+    characters, and valid characters are /[a-z][0-9]-/". Asked with the raw client (the SDK
+    checks job_id itself before it sends it)."""
+    from google.cloud.aiplatform_v1.types import pipeline_job as pj
+    from google.protobuf import json_format
+
+    spec = yaml.safe_load(compile_fixture("echo_command", tmp_path).read_text())
+    job = pj.PipelineJob(
+        display_name="id-rule",
+        runtime_config={"gcs_output_directory": "gs://demo-root/ids"},
+    )
+    json_format.ParseDict(spec, pj.PipelineJob.pb(job).pipeline_spec)
+    client = clients.pipeline_client(WHERE["location"])
+    if accepted:
+        made = client.create_pipeline_job(parent=PARENT, pipeline_job=job, pipeline_job_id=job_id)
+        assert made.name == f"{PARENT}/pipelineJobs/{job_id}"
+        client.cancel_pipeline_job(name=made.name)
+    else:
+        with pytest.raises(exceptions.InvalidArgument) as err:
+            client.create_pipeline_job(parent=PARENT, pipeline_job=job, pipeline_job_id=job_id)
+        assert f"pipeline_job_id: '{job_id[:20]}" in str(err.value)
+        assert "accepted: up to 128 lowercase letters, digits and '-', starting with a letter" in (
+            str(err.value)
+        )

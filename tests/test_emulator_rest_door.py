@@ -300,7 +300,9 @@ def test_a_read_mask_lists_only_the_fields_it_names_on_every_door(
     assert listed["customJobs"] == [{"name": job["name"], "displayName": "masked"}]
     mask = "filter=labels.team%3D%22m%22&readMask=jobSpec.workerPoolSpecs"
     status, nested = call(emu, "GET", f"/v1/{PARENT}/customJobs?{mask}")
-    assert nested["customJobs"] == [{"jobSpec": {"workerPoolSpecs": [POOL]}}], "a field's field"
+    disk = {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 100}  # Vertex's defaults, filled
+    stored = {**POOL, "diskSpec": disk}
+    assert nested["customJobs"] == [{"jobSpec": {"workerPoolSpecs": [stored]}}], "a field's field"
     monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
     client = job_client("us-central1")
     masked = client.list_custom_jobs(

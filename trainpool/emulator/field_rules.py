@@ -55,7 +55,10 @@ _SPEC_RULES = {
         "reservation is asked",
     ),
     "worker_pool_specs.disk_spec": Rule(
-        LOGGED, f"checked by Vertex's rules; {LOCAL}: they write on the store's disk"
+        LOGGED,
+        f"checked by Vertex's rules; {LOCAL}: they write on the store's disk; left out, a "
+        "CustomJob's or a sweep's pool is given Vertex's defaults (pd-ssd, hyperdisk-balanced "
+        "on A3 Ultra; 100 GB: DiskSpec, machine_resources.proto; api/job_service.py)",
     ),
     "worker_pool_specs.nfs_mounts": Rule(
         REFUSED,
@@ -112,7 +115,9 @@ _SPEC_RULES = {
         APPLIED,
         "AIP_EXPERIMENT_NAME in every replica (jobs/vertex_access.py), so the SDK in the "
         "trainer logs to it; refused without service_account, as the SDK documents it, and "
-        "when it is not an Experiment of the job's location (api/job_links.py)",
+        "when it is not an Experiment of the job's location (api/job_links.py); a CustomJob "
+        "without experiment_run gets a run of it, named after the job and written into "
+        "experiment_run, as Vertex auto-generates one (the SDK's CustomJob.run)",
     ),
     "experiment_run": Rule(
         APPLIED,
@@ -179,10 +184,15 @@ _RULES = {
     ),
     "training_pipeline.model_to_upload": Rule(
         APPLIED,
-        "registered in the Model Registry when the pipeline succeeds, as given "
+        "registered in the Model Registry when the pipeline succeeds, as given, its "
+        "version_aliases checked at create by Vertex's rule and 'default' added "
         "(records/models.py); nothing is served",
     ),
-    "training_pipeline.model_id": Rule(APPLIED, "the registered model's id"),
+    "training_pipeline.model_id": Rule(
+        APPLIED,
+        "the registered model's id; checked at create by Vertex's rule: up to 63 of "
+        "[a-z0-9_-], the first not a digit or '-' (records/models.py)",
+    ),
     "training_pipeline.input_data_config": Rule(
         REFUSED,
         "managed datasets are not emulated (DatasetService is not served), so no "
@@ -215,7 +225,10 @@ _RULES = {
     ),
     "pipeline_job.encryption_spec": Rule(LOGGED, "nothing is encrypted with the key locally"),
     "pipeline_job.service_account": Rule(
-        LOGGED, "tasks run as this machine's user, with the emulator as their Vertex"
+        LOGGED,
+        "tasks run as this machine's user, with the emulator as their Vertex; left empty, it "
+        "is set to the project's default compute service account, "
+        "0-compute@developer.gserviceaccount.com, as Vertex sets it (pipeline_job.proto)",
     ),
     "pipeline_job.network": Rule(LOGGED, "tasks run on this machine's network"),
     "pipeline_job.reserved_ip_ranges": Rule(LOGGED, "tasks run on this machine's network"),

@@ -17,13 +17,30 @@ each an INVALID_ARGUMENT naming the field, the value and what is accepted:
 
 The service account Vertex requires with a Tensorboard or an Experiment is checked with
 the request's other fields (:func:`trainpool.emulator.field_coverage.refusals`).
+
+A CustomJob that names an ``experiment`` and no ``experiment_run`` is given a run
+(:func:`attach_run`): "If 'experiment' is set but 'experiment_run` is not, an ExperimentRun
+resource will still be auto-generated" (the Vertex AI SDK's ``CustomJob.run`` docstring,
+google-cloud-aiplatform 1.165.1 ``jobs.py``), and its name is written into
+``job_spec.experiment_run`` ("Format: .../metadataStores/{metadataStores}/contexts/
+{experiment-name}-{experiment-run-name}", ``CustomJobSpec.experiment_run``, custom_job.proto).
+The run is a ``system.ExperimentRun`` Context made as the SDK makes one
+(``ExperimentRun.create``, ``metadata/experiment_run_resource.py``: id
+``{experiment}-{run}``, display name the run's, metadata ``_params``, ``_metrics`` and
+``_state`` RUNNING, a child of the experiment), so ``aiplatform.ExperimentRun.list
+(experiment=...)`` finds it; its name is the job's id, as how Vertex names it is not
+published. The SDK marks it COMPLETE when the job ends (``_block_until_complete``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainpool.emulator.records.kinds import CONTEXTS, TENSORBOARDS
+from google.cloud.aiplatform_v1.types import context as context_types
+from google.protobuf import struct_pb2
+
+from trainpool.emulator.metadata.store import metadata_of
+from trainpool.emulator.records.kinds import CONTEXTS, CUSTOM_JOBS, TENSORBOARDS
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
 
@@ -50,6 +67,34 @@ def check(state: EmulatorState, spec: dict[str, Any], location: str, field: str)
                     f"{brief(run)} is not a run of {experiment}; accepted: a run of the "
                     "job's experiment",
                 )
+
+
+RUN_SCHEMA = "system.ExperimentRun"
+RUN_SCHEMA_VERSION = "0.0.1"
+MAX_CONTEXT_ID = 128
+
+
+def attach_run(state: EmulatorState, job: Any) -> Any:
+    """Make a run of ``job``'s experiment named after the job, write it into the stored job's
+    ``job_spec.experiment_run``, and return the stored job (module docstring)."""
+    experiment = job.job_spec.experiment
+    store, _, experiment_id = experiment.rpartition("/contexts/")
+    run_name = job.name.rsplit("/", 1)[-1]
+    run_id = f"{experiment_id[: MAX_CONTEXT_ID - len(run_name) - 1]}-{run_name}"
+    metadata = struct_pb2.Struct()
+    metadata.update({"_params": {}, "_metrics": {}, "_state": "RUNNING"})
+    context = context_types.Context(
+        display_name=run_name, schema_title=RUN_SCHEMA, schema_version=RUN_SCHEMA_VERSION
+    )
+    context_types.Context.pb(context).metadata.CopyFrom(metadata)
+    records = metadata_of(state)
+    run = records.create(CONTEXTS, store, run_id, context, "context_id", trusted=True)
+    records.links.add_children(experiment, [run.name])
+
+    def change(stored: Any) -> None:
+        stored.job_spec.experiment_run = run.name
+
+    return state.records.update(CUSTOM_JOBS, job.name, change, stamp=False)
 
 
 def check_tensorboard(

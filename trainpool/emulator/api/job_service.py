@@ -3,6 +3,21 @@
 Create, Get, List, Cancel and Delete for both kinds. Requests and responses are the real
 aiplatform proto types; errors are real gRPC status codes. A created CustomJob runs on
 the job engine (:mod:`trainpool.emulator.jobs`), a sweep on :mod:`trainpool.emulator.sweeps`.
+
+What Vertex fills in on Create, the emulator fills the same:
+
+- ``state`` QUEUED, ``create_time``, ``update_time`` (output-only; ``JobManager.create``);
+- each pool's boot disk when the request leaves it out (:func:`fill_disk_defaults`):
+  ``DiskSpec.boot_disk_type`` "For non-A3U machines, the default value is "pd-ssd", for A3U
+  machines, the default value is "hyperdisk-balanced"", ``boot_disk_size_gb`` "(default is
+  100GB)" (google/cloud/aiplatform/v1/machine_resources.proto), as ``gcloud ai custom-jobs
+  describe`` shows them on a job created without them;
+- a CustomJob that names an experiment and no run gets a run of that experiment, written into
+  ``job_spec.experiment_run`` (:func:`trainpool.emulator.api.job_links.attach_run`).
+
+``service_account`` stays empty when the request names none: a CustomJob then runs as "the
+Vertex AI Custom Code Service Agent for the CustomJob's project" (``CustomJobSpec.
+service_account``, custom_job.proto), which Vertex does not write into the job.
 """
 
 from __future__ import annotations
@@ -26,6 +41,23 @@ from trainpool.emulator.sweeps.sweep import run_tuning_job, study_spec_rest
 from trainpool.spec.normalize import job_spec_rest
 
 SERVICE = "google.cloud.aiplatform.v1.JobService"
+BOOT_DISK_TYPE = "pd-ssd"
+A3U_BOOT_DISK_TYPE = "hyperdisk-balanced"
+BOOT_DISK_SIZE_GB = 100
+
+
+def fill_disk_defaults(spec: Any) -> None:
+    """Each pool of ``spec`` (a ``CustomJobSpec``) that has a machine gets Vertex's boot disk
+    defaults where it names none (module docstring); an empty pool (``{}``) stays empty."""
+    for pool in cj.CustomJobSpec.pb(spec).worker_pool_specs:
+        machine = pool.machine_spec.machine_type
+        if not machine:
+            continue
+        if not pool.disk_spec.boot_disk_type:
+            a3u = machine.startswith("a3-ultragpu")
+            pool.disk_spec.boot_disk_type = A3U_BOOT_DISK_TYPE if a3u else BOOT_DISK_TYPE
+        if not pool.disk_spec.boot_disk_size_gb:
+            pool.disk_spec.boot_disk_size_gb = BOOT_DISK_SIZE_GB
 
 
 class JobService:
@@ -49,7 +81,15 @@ class JobService:
         job_links.check(self.state, spec, location, "custom_job.job_spec")
         job_links.check_tensorboard(self.state, spec, location, "custom_job.job_spec")
         self.manager.check_quota(spec)
+        fill_disk_defaults(job.job_spec)
         job = self.manager.create(CUSTOM_JOBS, request.parent, job)
+        if spec.get("experiment") and not spec.get("experimentRun"):
+            try:
+                job = job_links.attach_run(self.state, job)
+            except BaseException:
+                self.records.delete(CUSTOM_JOBS, job.name)  # no job without its run
+                raise
+            spec["experimentRun"] = job.job_spec.experiment_run
         self._note(job.name, warnings)
         requests.note_fields("custom_job", fields, JobLog(self.manager.files(job.name).log))
         self.manager.run_custom_job(job.name, spec=spec)
@@ -85,6 +125,7 @@ class JobService:
             job.max_failed_trial_count,
         )
         self.manager.check_quota(spec)
+        fill_disk_defaults(job.trial_job_spec)
         job = self.manager.create(TUNING_JOBS, request.parent, job)
         self._note(job.name, warnings)
         log = JobLog(self.manager.files(job.name).log)

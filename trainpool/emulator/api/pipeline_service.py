@@ -32,6 +32,7 @@ from trainpool.emulator.jobs import training_pipelines
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.pipeline_jobs import jobs
 from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineRuns, runs_of
+from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState
@@ -152,9 +153,13 @@ class PipelineService:
         pipeline: Any = request.training_pipeline
         requests.check_display_name(pipeline.display_name, "training_pipeline.display_name")
         requests.check_labels(pipeline.labels, "training_pipeline.labels")
+        models.check_id(pipeline.model_id, "training_pipeline.model_id")
         if pipeline.model_to_upload:
             upload = pipeline.model_to_upload
             requests.check_labels(upload.labels, "training_pipeline.model_to_upload.labels")
+            models.check_aliases(
+                list(upload.version_aliases), "training_pipeline.model_to_upload.version_aliases"
+            )
             if upload.artifact_uri:
                 requests.check_gcs_uri(
                     upload.artifact_uri, "training_pipeline.model_to_upload.artifact_uri"

@@ -25,6 +25,13 @@ from trainpool.errors import InputError
 SERVICE = "google.cloud.resourcemanager.v3.Projects"
 PROJECT_NUMBER = "0"
 DEFAULT_PROJECT = "local-project"
+DEFAULT_SERVICE_ACCOUNT = f"{PROJECT_NUMBER}-compute@developer.gserviceaccount.com"
+"""The project's Compute Engine default service account, ``PROJECT_NUMBER-compute@developer.
+gserviceaccount.com``
+(https://cloud.google.com/compute/docs/access/service-accounts#default_service_account),
+which Vertex gives a PipelineJob that names none (``PipelineJob.service_account``: "If not
+specified, the Compute Engine default service account in the project will be used",
+google/cloud/aiplatform/v1/pipeline_job.proto)."""
 
 
 def get_project(request: rm.GetProjectRequest) -> rm.Project:

@@ -7,6 +7,24 @@ exactly as a client's. The only difference is ``schedule_name`` (PipelineJob fie
 pipeline_job.proto: "Output only. The schedule resource name. Only returned if the
 Pipeline is created by Schedule API."), which a client cannot set: the firer passes it,
 and a client's value is dropped as an output-only field is.
+
+What Vertex fills in on Create and the emulator fills the same (:func:`fill_defaults`):
+
+- ``service_account``, when the request names none: the project's Compute Engine default
+  service account (``PipelineJob.service_account``: "If not specified, the Compute Engine
+  default service account in the project will be used", pipeline_job.proto;
+  :data:`trainpool.emulator.api.resource_manager.DEFAULT_SERVICE_ACCOUNT`, project number 0);
+- the label ``vertex-ai-pipelines-run-billing-id``, a number Vertex adds to every run's labels
+  (the Vertex AI SDK reads it back as the run's id: google-cloud-aiplatform 1.165.1,
+  ``preview/pipelinejob/pipeline_jobs.py``, ``int(original_pipeline_job.labels[
+  "vertex-ai-pipelines-run-billing-id"])``);
+- ``state`` QUEUED, ``create_time`` and ``update_time`` (output-only fields, pipeline_job.proto).
+
+A user-chosen ``pipeline_job_id`` follows the Vertex AI SDK's rule ``[a-z][-a-z0-9]{0,127}``
+(google-cloud-aiplatform 1.165.1 ``constants/pipeline.py`` ``_VALID_NAME_PATTERN``; the
+proto comment on ``CreatePipelineJobRequest.pipeline_job_id``: "less than 128 characters, and
+valid characters are /[a-z][0-9]-/"): a first character that is a digit or '-' is refused.
+An id the emulator generates is a number, as Vertex's are.
 """
 
 from __future__ import annotations
@@ -19,12 +37,21 @@ from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.protobuf import json_format
 
 from trainpool.emulator import field_coverage
+from trainpool.emulator.api.resource_manager import DEFAULT_SERVICE_ACCOUNT
 from trainpool.emulator.pipeline_jobs.runs import PipelineRuns
 from trainpool.emulator.records.kinds import PIPELINE_JOBS
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
 
-JOB_ID = re.compile(r"^[a-z0-9][-a-z0-9]{0,127}$")
+JOB_ID = re.compile(r"^[a-z][-a-z0-9]{0,127}$")
+BILLING_LABEL = "vertex-ai-pipelines-run-billing-id"
+
+
+def fill_defaults(state: EmulatorState, job: Any) -> None:
+    """What Vertex fills in a created PipelineJob the request left empty (module docstring)."""
+    if not job.service_account:
+        job.service_account = DEFAULT_SERVICE_ACCOUNT
+    job.labels[BILLING_LABEL] = state.new_id("pipeline-billing")
 
 
 def create(
@@ -63,13 +90,15 @@ def create(
             f"{brief(', '.join(unknown), 200, quoted=False)} not declared by the pipeline; "
             f"accepted: {', '.join(sorted(declared)) or 'none'}",
         )
-    job_id = request.pipeline_job_id or state.new_id("pipeline")
-    if not JOB_ID.fullmatch(job_id):
+    job_id = request.pipeline_job_id
+    if job_id and not JOB_ID.fullmatch(job_id):
         raise InputError.of(
             "pipeline_job_id",
-            f"{brief(job_id)}; accepted: up to 128 lowercase letters, digits and hyphens, "
-            "starting with a letter or digit",
+            f"{brief(job_id)}; accepted: up to 128 lowercase letters, digits and '-', "
+            "starting with a letter ([a-z][-a-z0-9]{0,127}, the Vertex AI SDK's rule)",
         )
+    job_id = job_id or state.new_id("pipeline")
+    fill_defaults(state, job)
     job.name = f"{request.parent}/{PIPELINE_JOBS.collection}/{job_id}"
     job.state = PipelineState.PIPELINE_STATE_QUEUED
     job.schedule_name = schedule_name

@@ -187,11 +187,15 @@ def completion_reason(schedule: Any, now: datetime) -> str | None:
 
 def job_id_for(schedule: Any, run_time: datetime) -> str:
     """A scheduled run's PipelineJob id: its pipeline's name and its fire time, as the SDK
-    names runs (``<pipeline>-<YYYYMMDDHHMMSS>``), then the schedule's id. How Vertex names
-    them is not published."""
+    names runs (``<pipeline>-<YYYYMMDDHHMMSS>``), then the schedule's id, led by ``run-`` when
+    the pipeline's name starts with a digit (a PipelineJob id starts with a letter,
+    :data:`trainpool.emulator.pipeline_jobs.jobs.JOB_ID`). How Vertex names them is not
+    published."""
     template = schedule.create_pipeline_job_request.pipeline_job
     name = str(dict(template.pipeline_spec).get("pipelineInfo", {}).get("name", "")) or "run"
     slug = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:80] or "run"
+    if not slug[0].isalpha():
+        slug = f"run-{slug}"
     return f"{slug}-{run_time:%Y%m%d%H%M%S}-{schedule.name.rsplit('/', 1)[-1]}"
 
 
