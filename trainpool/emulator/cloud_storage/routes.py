@@ -1,8 +1,9 @@
 """The Cloud Storage JSON API's requests the door serves: a route table, one handler each.
 
 Served (the subset google-cloud-storage 3.x and ``gcloud storage`` use,
-https://cloud.google.com/storage/docs/json_api): bucket insert, list and get, bucket IAM get and
-set (answered, not kept), object get, media download (one ``Range`` too), list
+https://cloud.google.com/storage/docs/json_api): bucket insert, list, get and delete (an empty
+bucket only: 409 otherwise, :meth:`.Objects.delete_bucket`), bucket IAM get and set (answered,
+not kept), object get, media download (one ``Range`` too), list
 (``prefix``, ``delimiter``, ``maxResults``, ``pageToken``), upload
 (``uploadType=media|multipart|resumable``, on ``/upload/...`` and gcloud's
 ``/resumable/upload/...``, the resumable session's PUTs and status queries), compose
@@ -96,6 +97,11 @@ def create_bucket(store: Store, request: Request, _: dict[str, str]) -> Response
 
 def get_bucket(store: Store, request: Request, match: dict[str, str]) -> Response:
     return Response.json(store.objects.bucket_resource(match["bucket"]))
+
+
+def delete_bucket(store: Store, request: Request, match: dict[str, str]) -> Response:
+    store.objects.delete_bucket(match["bucket"], request.query)
+    return Response(204)
 
 
 def bucket_iam(store: Store, request: Request, match: dict[str, str]) -> Response:
@@ -246,6 +252,7 @@ ROUTES: list[tuple[tuple[str, ...], re.Pattern[str], Handler]] = [
     (("POST",), re.compile(r"^/storage/v1/b$"), create_bucket),
     (("GET",), re.compile(r"^/storage/v1/b$"), list_buckets),
     (("GET",), re.compile(rf"^/storage/v1{_B}$"), get_bucket),
+    (("DELETE",), re.compile(rf"^/storage/v1{_B}$"), delete_bucket),
     (("GET", "PUT"), re.compile(rf"^/storage/v1{_B}/iam$"), bucket_iam),
     (("GET",), re.compile(rf"^/storage/v1{_B}/o$"), list_objects),
     (("POST",), re.compile(rf"^/storage/v1{_B}{_O}/compose$"), compose),

@@ -27,6 +27,7 @@ _CONTENT_RANGE = re.compile(r"^bytes (?:(\d{1,19})-(\d{1,19})|\*)/(\d{1,19}|\*)$
 _DIGITS = re.compile(r"^\d{1,19}$")
 _CHUNK = 1 << 20
 MAX_COMPOSE = 32
+_TRIES = 3
 
 
 @dataclass
@@ -100,15 +101,62 @@ class Uploads:
     def _commit(self, bucket: str, name: str, partial: Path) -> dict[str, Any]:
         path = self.objects.object_path(bucket, name)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path = self.objects.object_path(bucket, name)  # again: nothing led out meanwhile
-            if path.is_dir():
-                raise ApiError(409, f"{bucket}/{name} is a folder in the local store", "conflict")
-            os.replace(partial, path)
+            for attempt in range(_TRIES):
+                self._folders(bucket, path.parent)
+                path = self.objects.object_path(bucket, name)  # again: nothing led out meanwhile
+                if path.is_dir():
+                    raise ApiError(
+                        409, f"{bucket}/{name} is a folder in the local store", "conflict"
+                    )
+                try:
+                    os.replace(partial, path)
+                    break
+                except FileNotFoundError:
+                    # its folder went meanwhile: with its bucket (404), or emptied by a delete
+                    # beside it (made again on the next try)
+                    if not self.objects.bucket_path(bucket).is_dir():
+                        raise self.objects.gone(bucket) from None
+                    if attempt == _TRIES - 1:
+                        raise
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
         return self.objects.describe(bucket, name, path, hashes=True)
+
+    def _folders(self, bucket: str, folder: Path) -> None:
+        """Make the folders from the bucket's down to ``folder``, never the bucket's own: a
+        bucket deleted meanwhile is not made again by a write into it (404 instead)."""
+        top = self.objects.bucket_path(bucket)
+        for _ in range(_TRIES):
+            if not top.is_dir():
+                raise self.objects.gone(bucket)
+            here = top
+            try:
+                for part in folder.relative_to(top).parts:
+                    here = here / part
+                    try:
+                        here.mkdir()
+                    except FileExistsError:
+                        continue
+                return
+            except FileNotFoundError:
+                continue  # a folder above went meanwhile (its last object deleted): again
+            except NotADirectoryError:
+                prefix = here.parent.relative_to(top).as_posix()
+                raise ApiError(
+                    409,
+                    f"{bucket}/{prefix} is an object in the local store, so it cannot also be "
+                    "a folder; accepted: a name that does not continue an object's name",
+                    "conflict",
+                ) from None
+        if not top.is_dir():
+            raise self.objects.gone(bucket)
+        raise ApiError(
+            503,
+            f"{bucket}/{folder.relative_to(top).as_posix()}/: its folders were removed each "
+            "time they were made (objects beside it deleted meanwhile); try again",
+            "backendError",
+        )
 
     def check_target(self, bucket: str, name: str, query: dict[str, str]) -> None:
         """Refuse a write to ``bucket``/``name`` before any of its bytes is read."""
