@@ -300,3 +300,17 @@ def test_identity_is_no_coding(header: str, framing: str) -> None:
     from trainpool.emulator.cloud_storage.bodies import framing as framing_of
 
     assert framing_of(header) == framing
+
+
+def test_a_json_api_path_the_door_lacks_is_named_never_read_as_an_object(
+    emu: emulator.Emulator,
+) -> None:
+    (emu.root / "gcs" / "storage" / "v1" / "b" / "bkt").mkdir(parents=True)
+    (emu.root / "gcs" / "storage" / "v1" / "b" / "bkt" / "notifications").write_text("x")
+    status, body = raw(emu, "GET /storage/v1/b/bkt/notifications HTTP/1.1")
+    assert status == 501 and b"GET /storage/v1/b/bkt/notifications: not served" in body
+    status, body = raw(emu, "GET /storage/v1/b/bkt/storageLayout HTTP/1.1")
+    assert status == 200 and b'"hierarchicalNamespace": {"enabled": false}' in body
+    assert raw(emu, "GET /storage/v1/b/nobkt/storageLayout HTTP/1.1")[0] == 404
+    status, body = raw(emu, "GET /storage/v1/b/bkt/managedFolders HTTP/1.1")
+    assert status == 200 and b'"items": []' in body
