@@ -137,6 +137,23 @@ class Objects:
             raise bad(str(err)) from None
         return self._kept_inside(path, uri)
 
+    def folder_path(self, bucket: str, name: str) -> Path:
+        """The folder a name ending in ``/`` maps to (a "folder marker": an empty object that
+        TensorFlow's ``CreateDir``, gsutil and the console write for a folder)."""
+        uri = f"{gcs.SCHEME}{bucket}/{name}"
+        try:
+            path = Path(gcs.to_path(uri, self.gcs_root, "object"))
+        except gcs.GcsUriError as err:
+            raise bad(str(err)) from None
+        return self._kept_inside(path, uri)
+
+    def describe_folder(self, bucket: str, name: str, path: Path) -> dict[str, Any]:
+        """The resource of the folder marker ``name`` (kept as the folder ``path``): empty."""
+        resource = self.describe(bucket, name, path, hashes=False)
+        resource.update(size="0", md5Hash=_b64(hashlib.md5(b"", usedforsecurity=False).digest()))
+        resource.update(crc32c="AAAAAA==")  # CRC32C of no bytes
+        return resource
+
     # resources
     def bucket_resource(self, bucket: str) -> dict[str, Any]:
         path = self.bucket_path(bucket)

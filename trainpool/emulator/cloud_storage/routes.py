@@ -8,7 +8,8 @@ bucket only: 409 otherwise, :meth:`.Objects.delete_bucket`), its storage layout 
 download (one ``Range`` too), list (``prefix``, ``delimiter``, ``maxResults``, ``pageToken``),
 upload (``uploadType=media|multipart|resumable``, on ``/upload/...`` and gcloud's
 ``/resumable/upload/...``, the resumable session's PUTs and status queries; bodies in every
-framing, :mod:`.bodies`), compose (gcloud's parallel composite uploads) and delete. A
+framing, :mod:`.bodies`), compose (gcloud's parallel composite uploads), rewrite and copy
+(TensorFlow's renames) and delete. A
 request no route matches answers 501 naming it.
 """
 
@@ -166,6 +167,25 @@ def compose(store: Store, request: Request, match: dict[str, str]) -> Response:
     return Response.json(done)
 
 
+def rewrite(store: Store, request: Request, match: dict[str, str]) -> Response:
+    """``objects.rewrite`` and ``objects.copy``: the copy is made in one call, so a rewrite
+    answers ``done`` with the new object (https://cloud.google.com/storage/docs/json_api/v1/
+    objects/rewrite), a copy the object itself (.../objects/copy)."""
+    source = (match["bucket"], match["object"])
+    done = store.uploads.copy(source, match["to_bucket"], match["to_object"], request.query)
+    if match["verb"] == "copyTo":
+        return Response.json(done)
+    size = done["size"]
+    answer = {
+        "kind": "storage#rewriteResponse",
+        "totalBytesRewritten": size,
+        "objectSize": size,
+        "done": True,
+        "resource": done,
+    }
+    return Response.json(answer)
+
+
 def delete_object(store: Store, request: Request, match: dict[str, str]) -> Response:
     store.objects.delete_object(match["bucket"], match["object"])
     return Response(204)
@@ -280,6 +300,14 @@ ROUTES: list[tuple[tuple[str, ...], re.Pattern[str], Handler]] = [
     (("GET", "PUT"), re.compile(rf"^/storage/v1{_B}/iam$"), bucket_iam),
     (("GET",), re.compile(rf"^/storage/v1{_B}/o$"), list_objects),
     (("POST",), re.compile(rf"^/storage/v1{_B}{_O}/compose$"), compose),
+    (
+        ("POST",),
+        re.compile(
+            rf"^/storage/v1{_B}/o/(?P<object>[^/]+)/(?P<verb>rewriteTo|copyTo)"
+            r"/b/(?P<to_bucket>[^/]+)/o/(?P<to_object>.+)$"
+        ),
+        rewrite,
+    ),
     (("GET",), re.compile(rf"^/storage/v1{_B}{_O}$"), get_object),
     (("DELETE",), re.compile(rf"^/storage/v1{_B}{_O}$"), delete_object),
     (("GET",), re.compile(rf"^/download/storage/v1{_B}{_O}$"), download),

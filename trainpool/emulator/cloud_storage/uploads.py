@@ -30,6 +30,11 @@ MAX_COMPOSE = 32
 _TRIES = 3
 
 
+def is_folder_marker(name: str) -> bool:
+    """Whether ``name`` is a folder marker's (ends in ``/``: kept as the folder, empty)."""
+    return name.endswith("/") and name.strip("/") != ""
+
+
 @dataclass
 class _Upload:
     """One resumable upload session: bytes received so far in ``partial``."""
@@ -99,6 +104,8 @@ class Uploads:
         return path
 
     def _commit(self, bucket: str, name: str, partial: Path) -> dict[str, Any]:
+        if is_folder_marker(name):
+            return self._commit_folder(bucket, name, partial)
         path = self.objects.object_path(bucket, name)
         try:
             for attempt in range(_TRIES):
@@ -161,7 +168,30 @@ class Uploads:
     def check_target(self, bucket: str, name: str, query: dict[str, str]) -> None:
         """Refuse a write to ``bucket``/``name`` before any of its bytes is read."""
         self.objects.bucket_resource(bucket)
+        if is_folder_marker(name):
+            self._check_precondition(self.objects.folder_path(bucket, name), query)
+            return
         self._check_precondition(self.objects.object_path(bucket, name), query)
+
+    def _commit_folder(self, bucket: str, name: str, partial: Path) -> dict[str, Any]:
+        """A folder marker (an empty object whose name ends in ``/``) is kept as the folder
+        itself: the store maps objects to files, and a folder cannot hold bytes."""
+        try:
+            size = partial.stat().st_size
+        finally:
+            partial.unlink(missing_ok=True)
+        if size:
+            raise bad(
+                f"object: {bucket}/{name} has {size} bytes; the local store keeps a name "
+                "ending in '/' as a folder (a folder marker), which holds none; accepted: "
+                "an empty body, or a name that does not end in '/'"
+            )
+        path = self.objects.folder_path(bucket, name)
+        self._folders(bucket, path)
+        path = self.objects.folder_path(bucket, name)  # again: nothing led out meanwhile
+        if not path.is_dir():
+            raise ApiError(409, f"{bucket}/{name[:-1]} is an object in the local store", "conflict")
+        return self.objects.describe_folder(bucket, name, path)
 
     def put_object(
         self, bucket: str, name: str, pieces: Iterable[bytes], query: dict[str, str]
@@ -178,6 +208,32 @@ class Uploads:
             raise
         return self._commit(bucket, name, partial)
 
+    def copy(
+        self, source: tuple[str, str], bucket: str, name: str, query: dict[str, str]
+    ) -> dict[str, Any]:
+        """The object ``name`` of ``bucket`` made a copy of ``source`` (``(bucket, object)``,
+        any bucket of the store), in one call, as ``objects.rewrite`` and ``objects.copy`` do
+        within one location and storage class (https://cloud.google.com/storage/docs/
+        json_api/v1/objects/rewrite, .../objects/copy). TensorFlow renames a file (a
+        checkpoint's shards, a SavedModel's variables) with a rewrite, then a delete."""
+        self.check_target(bucket, name, query)
+        path = self._source(*source)
+        return self.put_object(bucket, name, self._read(path), query)
+
+    def _source(self, bucket: str, name: str) -> Path:
+        self.objects.bucket_resource(bucket)
+        path = self.objects.object_path(bucket, name)
+        if not path.is_file():
+            raise not_found(f"No such object: {bucket}/{name}")
+        return path
+
+    @staticmethod
+    def _read(*paths: Path) -> Iterable[bytes]:
+        for path in paths:
+            with path.open("rb") as handle:
+                while piece := handle.read(_CHUNK):
+                    yield piece
+
     def compose(
         self, bucket: str, name: str, sources: list[str], query: dict[str, str]
     ) -> dict[str, Any]:
@@ -187,22 +243,10 @@ class Uploads:
         if not 1 <= len(sources) <= MAX_COMPOSE:
             raise bad(f"sourceObjects: {len(sources)} objects; accepted: 1 to {MAX_COMPOSE}")
         self.check_target(bucket, name, query)
-        paths = []
-        for source in sources:
-            path = self.objects.object_path(bucket, source)
-            if not path.is_file():
-                raise not_found(f"No such object: {bucket}/{source}")
-            paths.append(path)
+        paths = [self._source(bucket, source) for source in sources]
         if sum(path.stat().st_size for path in paths) > self.limit:
             raise too_large(sum(path.stat().st_size for path in paths), self.limit)
-
-        def pieces() -> Iterable[bytes]:
-            for path in paths:
-                with path.open("rb") as handle:
-                    while piece := handle.read(_CHUNK):
-                        yield piece
-
-        return self.put_object(bucket, name, pieces(), query)
+        return self.put_object(bucket, name, self._read(*paths), query)
 
     def start_upload(
         self, bucket: str, name: str, query: dict[str, str], declared: str | None = None
