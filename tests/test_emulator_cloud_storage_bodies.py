@@ -314,3 +314,14 @@ def test_a_json_api_path_the_door_lacks_is_named_never_read_as_an_object(
     assert raw(emu, "GET /storage/v1/b/nobkt/storageLayout HTTP/1.1")[0] == 404
     status, body = raw(emu, "GET /storage/v1/b/bkt/managedFolders HTTP/1.1")
     assert status == 200 and b'"items": []' in body
+
+
+@pytest.mark.parametrize("bucket", ["%2E%2E", "..%2Fgcs", "%2E", "bkt%2F..%2F..", "UPPER"])
+def test_a_hostile_bucket_name_is_refused_before_a_delete(
+    emu: emulator.Emulator, bucket: str
+) -> None:
+    (emu.root / "gcs" / "keep").mkdir()
+    status, body = raw(emu, f"DELETE /storage/v1/b/{bucket} HTTP/1.1")
+    assert status == 400 and b"bucket name" in body, body
+    assert (emu.root / "gcs" / "keep").is_dir() and (emu.root / "gcs" / "bkt").is_dir()
+    assert alive(emu)

@@ -117,10 +117,12 @@ class Objects:
 
     # names -> paths, only through cluster_env.gcs
     def bucket_path(self, bucket: str) -> Path:
-        try:
-            gcs.split(gcs.SCHEME + bucket, "bucket")
-        except gcs.GcsUriError as err:
-            raise bad(str(err)) from None
+        problem = gcs.bucket_problem(bucket)  # a '/' in it too: never a folder of a bucket
+        if problem is not None:
+            raise bad(
+                f"bucket: {bucket!r}: {problem}; accepted: a bucket named by Cloud Storage's "
+                "rules (https://cloud.google.com/storage/docs/buckets#naming)"
+            )
         path = Path(gcs.to_path(gcs.SCHEME + bucket + "/", self.gcs_root, "bucket"))
         return self._kept_inside(path, gcs.SCHEME + bucket)
 
