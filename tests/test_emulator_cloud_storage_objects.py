@@ -117,6 +117,13 @@ def test_a_bucket_is_deleted_when_empty_and_kept_whole_while_it_holds_objects(
     assert not (stored / "staging").exists(), "a write does not make a deleted bucket again"
 
     client.create_bucket("empty").delete()
+    client.create_bucket("real")
+    (stored / "alias").symlink_to(stored / "real")  # a bucket that is a link inside the store
+    with pytest.raises(exceptions.Conflict, match="is a link in the local store"):
+        client.bucket("alias").delete()
+    assert (stored / "alias").is_symlink() and (stored / "real").is_dir()
+    (stored / "alias").unlink()
+    client.bucket("real").delete()
     (stored / "folders" / "a" / "b").mkdir(parents=True)  # left by writes by path
     client.bucket("folders").delete()
     assert sorted(p.name for p in stored.iterdir()) == []

@@ -324,6 +324,13 @@ class Objects:
         top = self.bucket_path(bucket)
         self.bucket_resource(bucket)
         self._check_metageneration(query)
+        if top.is_symlink():
+            raise ApiError(
+                409,
+                f"gs://{bucket} is a link in the local store, not a folder of its own; "
+                f"accepted: a bucket folder: remove the link <root>/gcs/{bucket} by path",
+                "conflict",
+            )
         held = self._first_held(top)
         if held is not None:
             raise self._not_empty(bucket, top, held)

@@ -6,7 +6,10 @@ object; ``ifGenerationMatch=0`` (create only) is honoured. A resumable session k
 bytes received so far; ``Content-Range: bytes */TOTAL`` (or ``*/*``) asks where it stands
 (https://cloud.google.com/storage/docs/performing-resumable-uploads). No object grows past
 the door's limit (413). The bucket, the name and the precondition are checked before a
-byte of the media is read.
+byte of the media is read. Objects are made by uploads, by compose and by copy (rewrite);
+their folders are made below the bucket's folder only, never the bucket itself, so a write
+racing a bucket's delete answers 404 rather than making the bucket again. A folder marker (an
+empty object whose name ends in ``/``) is kept as the folder.
 """
 
 from __future__ import annotations
@@ -218,6 +221,8 @@ class Uploads:
         checkpoint's shards, a SavedModel's variables) with a rewrite, then a delete."""
         self.check_target(bucket, name, query)
         path = self._source(*source)
+        if path.stat().st_size > self.limit:
+            raise too_large(path.stat().st_size, self.limit)
         return self.put_object(bucket, name, self._read(path), query)
 
     def _source(self, bucket: str, name: str) -> Path:
