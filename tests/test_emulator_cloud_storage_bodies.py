@@ -217,6 +217,18 @@ FRAMINGS = ("length", "identity", "chunked")
 MEDIA = b"weights \x00\x01\r\n" * 9
 
 
+def test_every_transfer_encoding_line_counts(emu: emulator.Emulator) -> None:
+    """Two lines are one list (RFC 9110 5.3): ``identity`` then ``chunked`` is chunked."""
+    head, body = framed(MEDIA, "chunked")
+    status, answer = raw(emu, f"{UPLOAD}\r\nTransfer-Encoding: identity{head}", body)
+    assert status == 200, answer
+    assert (emu.root / "gcs" / "bkt" / "x.bin").read_bytes() == MEDIA
+    status, answer = raw(
+        emu, f"{UPLOAD}\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip", body
+    )
+    assert status == 400 and b"does not decode gzip" in answer
+
+
 @pytest.mark.parametrize("framing", FRAMINGS)
 def test_a_simple_upload_in_each_framing(emu: emulator.Emulator, framing: str) -> None:
     head, body = framed(MEDIA, framing)

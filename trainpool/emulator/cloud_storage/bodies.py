@@ -80,7 +80,9 @@ class Body:
 
     def __init__(self, rfile: io.BufferedIOBase, headers: Any, limit: int) -> None:
         self._rfile, self.limit = rfile, limit
-        coding = headers.get("Transfer-Encoding") or ""
+        get_all = getattr(headers, "get_all", None)  # every Transfer-Encoding line, in order
+        lines = get_all("Transfer-Encoding") if get_all is not None else None
+        coding = ", ".join(lines) if lines else headers.get("Transfer-Encoding") or ""
         length = headers.get("Content-Length")
         self.chunked = framing(coding) == "chunked"
         self.length: int | None = None
