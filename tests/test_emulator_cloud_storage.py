@@ -102,6 +102,16 @@ def test_a_hostile_name_is_refused_and_writes_nothing(emu: emulator.Emulator) ->
             bucket.blob(name).download_as_bytes()
     with pytest.raises(exceptions.BadRequest, match="goog"):
         storage.Client(project="p").create_bucket("goog-bkt")
+    source = bucket.blob("src.txt")
+    (emu.root / "gcs" / "bkt" / "src.txt").write_text("src")
+    before = sorted(emu.root.parent.rglob("*"))
+    for name in ("../x", "a/../../x", "../", "a/../../"):
+        with pytest.raises(exceptions.BadRequest, match=r"'\.\.' segment"):
+            bucket.blob(name).rewrite(source)
+        with pytest.raises(exceptions.BadRequest, match=r"'\.\.' segment"):
+            bucket.blob(name).upload_from_string(b"")  # a folder marker's name too
+    with pytest.raises(exceptions.BadRequest, match="ifMetagenerationMatch: 'x'"):
+        bucket.delete(if_metageneration_match="x")  # type: ignore[arg-type]
     after = [p for p in sorted(emu.root.parent.rglob("*")) if "storage-uploads" not in p.parts]
     assert after == [p for p in before if "storage-uploads" not in p.parts]
 

@@ -66,7 +66,14 @@ UPLOAD = "POST /upload/storage/v1/b/bkt/o?uploadType=media&name=x.bin HTTP/1.1"
         (f"{UPLOAD}\r\nTransfer-Encoding: chunked", b"zz\r\nab\r\n0\r\n\r\n", 400, b"chunk size"),
         (f"{UPLOAD}\r\nTransfer-Encoding: chunked", b"2\r\nabcdef\r\n0\r\n\r\n", 400, b"longer"),
         (f"{UPLOAD}\r\nTransfer-Encoding: chunked", b"ff\r\nab", 400, b"ended inside"),
-        (f"{UPLOAD}\r\nTransfer-Encoding: gzip", b"", 400, b"Transfer-Encoding"),
+        (f"{UPLOAD}\r\nTransfer-Encoding: gzip", b"", 400, b"does not decode gzip"),
+        (
+            f"{UPLOAD}\r\nTransfer-Encoding: gzip, chunked",
+            b"0\r\n\r\n",
+            400,
+            b"accepted: chunked, identity",
+        ),
+        (f"{UPLOAD}\r\nTransfer-Encoding: chunked, identity,", b"", 400, b"an empty coding"),
         (f"{UPLOAD}\r\nContent-Length: 10", b"short", 400, b"ended after 5 of its 10"),
         (f"{UPLOAD}\r\nContent-Length: {LIMIT + 1}", b"", 413, b"at most 65536 bytes"),
         (
@@ -188,3 +195,145 @@ def test_expect_100_continue_is_refused_before_the_body_is_sent(emu: emulator.Em
                     rest += conn.recv(65536)
                 assert b"200 OK" in rest
     assert (emu.root / "gcs" / "bkt" / "x").read_bytes() == b"12345"
+
+
+def framed(body: bytes, framing: str) -> tuple[str, bytes]:
+    """Headers and body of ``body`` sent with ``framing``: ``length`` (Content-Length, as
+    google-cloud-storage and gcloud send), ``identity`` (and Content-Length, as TensorFlow's
+    Cloud Storage file system sends its empty PUTs and POSTs), ``chunked`` (a stream)."""
+    if framing == "chunked":
+        chunks = b"".join(
+            f"{len(body[i : i + 7]):x}\r\n".encode() + body[i : i + 7] + b"\r\n"
+            for i in range(0, len(body), 7)
+        )
+        return "\r\nTransfer-Encoding: chunked", chunks + b"0\r\n\r\n"
+    head = f"\r\nContent-Length: {len(body)}"
+    if framing == "identity":
+        head += "\r\nTransfer-Encoding: identity"
+    return head, body
+
+
+FRAMINGS = ("length", "identity", "chunked")
+MEDIA = b"weights \x00\x01\r\n" * 9
+
+
+def test_every_transfer_encoding_line_counts(emu: emulator.Emulator) -> None:
+    """Two lines are one list (RFC 9110 5.3): ``identity`` then ``chunked`` is chunked."""
+    head, body = framed(MEDIA, "chunked")
+    status, answer = raw(emu, f"{UPLOAD}\r\nTransfer-Encoding: identity{head}", body)
+    assert status == 200, answer
+    assert (emu.root / "gcs" / "bkt" / "x.bin").read_bytes() == MEDIA
+    status, answer = raw(
+        emu, f"{UPLOAD}\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip", body
+    )
+    assert status == 400 and b"does not decode gzip" in answer
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_a_simple_upload_in_each_framing(emu: emulator.Emulator, framing: str) -> None:
+    head, body = framed(MEDIA, framing)
+    status, answer = raw(emu, f"{UPLOAD}{head}", body)
+    assert status == 200, answer
+    assert (emu.root / "gcs" / "bkt" / "x.bin").read_bytes() == MEDIA
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_a_multipart_upload_in_each_framing(emu: emulator.Emulator, framing: str) -> None:
+    multipart = (
+        b'--b1\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{"name": "m.bin"}\r\n'
+        b"--b1\r\nContent-Type: application/octet-stream\r\n\r\n" + MEDIA + b"\r\n--b1--\r\n"
+    )
+    head, body = framed(multipart, framing)
+    status, answer = raw(
+        emu,
+        "POST /upload/storage/v1/b/bkt/o?uploadType=multipart HTTP/1.1\r\n"
+        f'Content-Type: multipart/related; boundary="b1"{head}',
+        body,
+    )
+    assert status == 200, answer
+    assert (emu.root / "gcs" / "bkt" / "m.bin").read_bytes() == MEDIA
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+def test_a_resumable_upload_in_each_framing(emu: emulator.Emulator, framing: str) -> None:
+    """As TensorFlow drives it (``gcs_file_system.cc``): the session started by a POST with
+    an empty body, the media PUT with ``Content-Range``, a status query by an empty PUT
+    (``bytes */TOTAL``); each request in ``framing``."""
+    assert emu.storage_address is not None
+    where = urlsplit(emu.storage_address)
+    head, body = framed(b"", framing)
+    start = (
+        "POST /upload/storage/v1/b/bkt/o?uploadType=resumable&name=r.bin HTTP/1.1\r\n"
+        f"X-Upload-Content-Length: {len(MEDIA)}{head}"
+    )
+    with socket.create_connection((where.hostname or "", where.port or 0), timeout=10) as conn:
+        request = f"{start.replace(' /', f' {where.path}/', 1)}\r\nHost: x\r\n\r\n"
+        conn.sendall(request.encode() + body)
+        answer = b""
+        while b"\r\n\r\n" not in answer and (piece := conn.recv(65536)):
+            answer += piece
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    location = next(
+        line.split(b": ", 1)[1].decode()
+        for line in answer.split(b"\r\n")
+        if line.lower().startswith(b"location:")
+    )
+    session = location.removeprefix(emu.storage_address)
+    half = len(MEDIA) // 2
+    head, body = framed(MEDIA[:half], framing)
+    status, _ = raw(
+        emu, f"PUT {session} HTTP/1.1\r\nContent-Range: bytes 0-{half - 1}/*{head}", body
+    )
+    assert status == 308
+    head, body = framed(b"", framing)
+    status, _ = raw(
+        emu, f"PUT {session} HTTP/1.1\r\nContent-Range: bytes */{len(MEDIA)}{head}", body
+    )
+    assert status == 308, "a status query: not whole yet"
+    head, body = framed(MEDIA[half:], framing)
+    last = f"bytes {half}-{len(MEDIA) - 1}/{len(MEDIA)}"
+    status, answer = raw(emu, f"PUT {session} HTTP/1.1\r\nContent-Range: {last}{head}", body)
+    assert status == 200, answer
+    assert (emu.root / "gcs" / "bkt" / "r.bin").read_bytes() == MEDIA
+
+
+@pytest.mark.parametrize(
+    ("header", "framing"),
+    [
+        ("", ""),
+        ("identity", ""),
+        (" Identity ", ""),
+        ("chunked", "chunked"),
+        ("identity, chunked", "chunked"),
+        ("chunked, identity", "chunked"),
+    ],
+)
+def test_identity_is_no_coding(header: str, framing: str) -> None:
+    from trainpool.emulator.cloud_storage.bodies import framing as framing_of
+
+    assert framing_of(header) == framing
+
+
+def test_a_json_api_path_the_door_lacks_is_named_never_read_as_an_object(
+    emu: emulator.Emulator,
+) -> None:
+    (emu.root / "gcs" / "storage" / "v1" / "b" / "bkt").mkdir(parents=True)
+    (emu.root / "gcs" / "storage" / "v1" / "b" / "bkt" / "notifications").write_text("x")
+    status, body = raw(emu, "GET /storage/v1/b/bkt/notifications HTTP/1.1")
+    assert status == 501 and b"GET /storage/v1/b/bkt/notifications: not served" in body
+    status, body = raw(emu, "GET /storage/v1/b/bkt/storageLayout HTTP/1.1")
+    assert status == 200 and b'"hierarchicalNamespace": {"enabled": false}' in body
+    assert raw(emu, "GET /storage/v1/b/nobkt/storageLayout HTTP/1.1")[0] == 404
+    status, body = raw(emu, "GET /storage/v1/b/bkt/managedFolders HTTP/1.1")
+    assert status == 200 and b'"items": []' in body
+
+
+@pytest.mark.parametrize("bucket", ["%2E%2E", "..%2Fgcs", "%2E", "bkt%2F..%2F..", "UPPER"])
+def test_a_hostile_bucket_name_is_refused_before_a_delete(
+    emu: emulator.Emulator, bucket: str
+) -> None:
+    (emu.root / "gcs" / "keep").mkdir()
+    status, body = raw(emu, f"DELETE /storage/v1/b/{bucket} HTTP/1.1")
+    assert status == 400 and b"bucket name" in body, body
+    assert (emu.root / "gcs" / "keep").is_dir() and (emu.root / "gcs" / "bkt").is_dir()
+    assert alive(emu)

@@ -85,3 +85,71 @@ def test_ranged_reads_pages_and_prefixes_with_the_client(bucket: storage.Bucket)
         seen_prefixes += sorted(page.prefixes)
     assert seen_prefixes == [f"p/{i}/" for i in range(5)]
     assert seen_items == [f"p/f{i}" for i in range(5)]
+
+
+@pytest.fixture
+def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[storage.Client]:
+    with emulator.start(tmp_path / "root") as emu:
+        assert emu.storage_address is not None
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", emu.storage_address)
+        yield storage.Client(project="p")
+
+
+def test_a_bucket_is_deleted_when_empty_and_kept_whole_while_it_holds_objects(
+    client: storage.Client, tmp_path: Path
+) -> None:
+    stored = tmp_path / "root" / "gcs"
+    bucket = client.create_bucket("staging")
+    for name in ("pipeline/run-1/model.bin", "top.txt"):
+        bucket.blob(name).upload_from_string(b"w")
+    with pytest.raises(exceptions.Conflict, match=r"The bucket you tried to delete is not empty\."):
+        bucket.delete()
+    listed = [b.name for b in client.list_blobs("staging")]
+    assert listed == ["pipeline/run-1/model.bin", "top.txt"], "the 409 changed nothing"
+    bucket.delete(force=True)  # the client deletes the objects, then the bucket
+    assert not (stored / "staging").exists()
+    with pytest.raises(exceptions.NotFound, match="bucket does not exist"):
+        client.get_bucket("staging")
+    with pytest.raises(exceptions.NotFound, match="bucket does not exist"):
+        bucket.delete()
+    with pytest.raises(exceptions.NotFound):
+        bucket.blob("late.txt").upload_from_string(b"a write after the delete")
+    assert not (stored / "staging").exists(), "a write does not make a deleted bucket again"
+
+    client.create_bucket("empty").delete()
+    client.create_bucket("real")
+    (stored / "alias").symlink_to(stored / "real")  # a bucket that is a link inside the store
+    with pytest.raises(exceptions.Conflict, match="is a link in the local store"):
+        client.bucket("alias").delete()
+    assert (stored / "alias").is_symlink() and (stored / "real").is_dir()
+    (stored / "alias").unlink()
+    client.bucket("real").delete()
+    (stored / "folders" / "a" / "b").mkdir(parents=True)  # left by writes by path
+    client.bucket("folders").delete()
+    assert sorted(p.name for p in stored.iterdir()) == []
+
+
+def test_a_bucket_delete_honours_the_metageneration_preconditions(client: storage.Client) -> None:
+    bucket = client.create_bucket("pre")
+    with pytest.raises(exceptions.PreconditionFailed, match="metageneration is 1"):
+        bucket.delete(if_metageneration_match=2)
+    with pytest.raises(exceptions.PreconditionFailed):
+        bucket.delete(if_metageneration_not_match=1)
+    bucket.delete(if_metageneration_match=1)
+
+
+def test_a_bucket_holding_what_is_no_object_is_kept_and_says_what(
+    bucket: storage.Bucket, tmp_path: Path
+) -> None:
+    """After ``force=True`` deletes its objects, the bucket still holds links out of the
+    store (and ``ok-lnk``, left leading nowhere once ``in/real.txt`` went): 409 naming one,
+    and neither the links nor what they lead to are touched."""
+    with pytest.raises(exceptions.Conflict, match="holds 'file-lnk' in it, which is not an object"):
+        bucket.delete(force=True)
+    stored = tmp_path / "root" / "gcs" / "bkt"
+    assert sorted(p.name for p in stored.iterdir()) == ["file-lnk", "lnk", "ok-lnk"]
+    assert (tmp_path / "outside" / "host.txt").read_text() == "host file"
+    for link in stored.iterdir():
+        link.unlink()
+    bucket.delete()
+    assert not stored.exists() and (tmp_path / "outside" / "host.txt").exists()

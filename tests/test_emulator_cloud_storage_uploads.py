@@ -127,3 +127,48 @@ def test_compose_joins_up_to_32_objects_in_order(emu: emulator.Emulator) -> None
     for i in range(3):
         assert call(emu, "DELETE", f"/storage/v1/b/bkt/o/parts%2F{i}").status == 204
     assert not (stored / "parts").exists(), "an emptied prefix leaves no folder"
+
+
+@pytest.fixture
+def client(emu: emulator.Emulator, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from google.cloud import storage  # type: ignore[attr-defined]
+
+    assert emu.storage_address is not None
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", emu.storage_address)
+    return storage.Client(project="p")
+
+
+def test_rewrite_and_copy_make_the_object_in_one_call(emu: emulator.Emulator, client: Any) -> None:
+    from google.api_core import exceptions
+
+    data = bytes(range(256)) * 5000
+    source = client.bucket("bkt").blob("ckpt/part-0.tmp")
+    source.upload_from_string(data)
+    client.create_bucket("other")
+    target = client.bucket("other").blob("ckpt/part-0")
+    token, rewritten, total = target.rewrite(source)
+    assert (token, rewritten, total) == (None, len(data), len(data))
+    assert target.md5_hash == source.md5_hash and target.size == len(data)
+    copied = client.bucket("bkt").copy_blob(source, client.bucket("bkt"), "ckpt/copy")
+    assert copied.download_as_bytes() == data
+    assert (emu.root / "gcs" / "other" / "ckpt" / "part-0").read_bytes() == data
+    with pytest.raises(exceptions.NotFound, match="No such object: bkt/missing"):
+        target.rewrite(client.bucket("bkt").blob("missing"))
+
+
+def test_a_folder_marker_is_kept_as_the_folder(emu: emulator.Emulator, client: Any) -> None:
+    """An empty object whose name ends in '/' (TensorFlow's ``CreateDir``, the console's
+    "create folder") is the folder; the store cannot keep bytes under such a name."""
+    from google.api_core import exceptions
+
+    bucket = client.bucket("bkt")
+    bucket.blob("saved/variables/").upload_from_string(b"")
+    assert (emu.root / "gcs" / "bkt" / "saved" / "variables").is_dir()
+    with pytest.raises(exceptions.PreconditionFailed):
+        bucket.blob("saved/variables/").upload_from_string(b"", if_generation_match=0)
+    with pytest.raises(exceptions.BadRequest, match="keeps a name ending in '/' as a folder"):
+        bucket.blob("saved/other/").upload_from_string(b"bytes")
+    assert not (emu.root / "gcs" / "bkt" / "saved" / "other").exists()
+    assert [b.name for b in client.list_blobs("bkt")] == [], "a folder is no object"
+    client.bucket("bkt").delete()
+    assert not (emu.root / "gcs" / "bkt").exists()

@@ -4,7 +4,8 @@ exec``'s environment, against one emulator; each asserts what the emulator holds
 The product documents' Reduction Server command (three ``--worker-pool-spec``), Google's
 notebooks' ``gcloud builds submit --tag`` before their first job, ``gcloud ai
 hp-tuning-jobs create --config``, ``gcloud ai models list``, a job's life (create, list,
-describe, cancel), and an API the emulator does not serve, which fails at once naming it.
+describe, cancel), a staging bucket made, filled, emptied and deleted with ``gcloud storage``,
+and an API the emulator does not serve, which fails at once naming it.
 """
 
 from __future__ import annotations
@@ -220,6 +221,27 @@ def test_models_upload_and_list(emu: emulator.Emulator) -> None:
     models = json.loads(ok(gcloud(emu, "ai", "models", "list", REGION, "--format=json")))
     assert [m["displayName"] for m in models] == ["ranker"]
     assert models[0]["artifactUri"] == "gs://demo-models/ranker"
+
+
+def test_storage_buckets_delete_removes_an_empty_bucket_only(
+    emu: emulator.Emulator, tmp_path: Path
+) -> None:
+    stored = emu.root / "gcs" / "demo-staging"
+    (tmp_path / "model.txt").write_text("weights")
+    ok(gcloud(emu, "storage", "buckets", "create", "gs://demo-staging", "--location=us-central1"))
+    ok(gcloud(emu, "storage", "cp", str(tmp_path / "model.txt"), "gs://demo-staging/m/model.txt"))
+    refused = gcloud(emu, "storage", "buckets", "delete", "gs://demo-staging")
+    assert refused.returncode != 0 and "Bucket is not empty" in refused.stderr, refused.stderr
+    assert (stored / "m" / "model.txt").read_text() == "weights", "the refusal changed nothing"
+    ok(gcloud(emu, "storage", "rm", "gs://demo-staging/m/model.txt"))
+    ok(gcloud(emu, "storage", "buckets", "delete", "gs://demo-staging"))
+    assert not stored.exists()
+    gone = gcloud(emu, "storage", "buckets", "delete", "gs://demo-staging")
+    assert gone.returncode != 0 and "not found: 404" in gone.stderr, gone.stderr
+    ok(gcloud(emu, "storage", "buckets", "create", "gs://demo-staging"))
+    ok(gcloud(emu, "storage", "cp", str(tmp_path / "model.txt"), "gs://demo-staging/model.txt"))
+    ok(gcloud(emu, "storage", "rm", "-r", "gs://demo-staging"))  # objects, then the bucket
+    assert not stored.exists()
 
 
 def test_an_api_the_emulator_does_not_serve_fails_at_once_naming_it(

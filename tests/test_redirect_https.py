@@ -120,7 +120,7 @@ def test_other_hosts_pass_through_the_proxy(emu: emulator.Emulator) -> None:
 
 
 @needs_gsutil
-def test_gsutil_makes_copies_lists_reads_and_removes(
+def test_gsutil_makes_copies_lists_reads_and_removes_objects_and_buckets(
     emu: emulator.Emulator, tmp_path: Path
 ) -> None:
     (tmp_path / "custom.tar.gz").write_bytes(b"trainer package")
@@ -133,8 +133,13 @@ def test_gsutil_makes_copies_lists_reads_and_removes(
     assert "gs://demo-notebook/trainer/custom.tar.gz" in out and out.endswith("trainer package")
     stored = emu.root / "gcs" / "demo-notebook" / "trainer" / "custom.tar.gz"
     assert stored.read_bytes() == b"trainer package", "the object is in the store"
+    refused = run(emu, ["gsutil", "rb", "gs://demo-notebook"])
+    assert refused.returncode != 0 and "409 BucketNotEmpty" in refused.stderr, refused.stderr
+    assert stored.read_bytes() == b"trainer package", "the refusal changed nothing"
     ok(run(emu, ["gsutil", "rm", "gs://demo-notebook/trainer/custom.tar.gz"]))
     assert not stored.exists()
+    ok(run(emu, ["gsutil", "rb", "gs://demo-notebook"]))
+    assert not (emu.root / "gcs" / "demo-notebook").exists()
 
 
 SDK_ON_REST = f"""

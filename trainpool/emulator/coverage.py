@@ -81,7 +81,12 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
         "tests/test_emulator_cloud_storage_gcloud.py",
     ),
     (
-        "gsutil mb / cp / ls / cat / rm",
+        "gcloud storage buckets create / delete (and rm -r gs://BUCKET)",
+        "the local store; a bucket that holds objects is kept (409)",
+        "tests/test_redirect_gcloud.py",
+    ),
+    (
+        "gsutil mb / cp / ls / cat / rm / rb",
         "the local store (through the HTTPS proxy)",
         "tests/test_redirect_https.py",
     ),
@@ -94,6 +99,11 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
 )
 """``(command as typed, what the emulator does, the test that types it)``."""
 VERSIONED = ("google.cloud.aiplatform.v1.", "google.cloud.aiplatform.v1beta1.")
+
+
+def _cell(text: str) -> str:
+    """``text`` in a Markdown table cell: a ``|`` (a regex's alternation) escaped."""
+    return text.replace("|", "\\|")
 
 
 def _short(service: str) -> str:
@@ -197,12 +207,19 @@ def render() -> str:
         "## Cloud Storage (the storage door, JSON API)",
         "",
         "`STORAGE_EMULATOR_HOST`; `storage.googleapis.com` and `www.googleapis.com` through "
-        "the proxy. Any other request answers 501 naming it.",
+        "the proxy. Any other request answers 501 naming it. Uploads (simple, multipart, "
+        "resumable) are read framed by `Content-Length`, `Transfer-Encoding: chunked` or "
+        "`Transfer-Encoding: identity` (TensorFlow's); a bucket is deleted only when it holds "
+        "no object (409 otherwise, nothing removed); a folder marker (an empty object named "
+        "`dir/`) is kept as the folder.",
         "",
-        "| HTTP | path |",
-        "|---|---|",
+        "| HTTP | path | handler |",
+        "|---|---|---|",
     ]
-    lines += [f"| {' '.join(methods)} | `{pattern.pattern}` |" for methods, pattern, _ in ROUTES]
+    lines += [
+        f"| {' '.join(methods)} | `{_cell(pattern.pattern)}` | `{handler.__name__}` |"
+        for methods, pattern, handler in ROUTES
+    ]
     lines += [
         "",
         "## Fields of a request the emulator does not apply",

@@ -1,5 +1,16 @@
 """A request's body, read as it arrives and never held whole: ``Content-Length`` or chunked.
 
+Every framing Google's clients send is read, as Cloud Storage reads it: a body of
+``Content-Length`` bytes (google-cloud-storage, gcloud), ``Transfer-Encoding: chunked`` (a
+stream of unknown length), and ``Transfer-Encoding: identity`` beside a ``Content-Length``,
+which TensorFlow's Cloud Storage file system sends on its empty PUTs and POSTs
+(``CurlHttpRequest::SetPutEmptyBody`` in TensorFlow's ``tsl/platform/cloud/
+curl_http_request.cc``). ``identity`` is "no transformation" (RFC 2616 3.6; RFC 7230
+appendix A.2 removed it from HTTP/1.1, and Cloud Storage still takes it): it is dropped from
+the list, and what is left frames the body (nothing: ``Content-Length``, or no body without
+one). Any other coding (``gzip``, ``deflate``...) answers 400 naming the
+codings read.
+
 The door streams uploads into their partial file chunk by chunk, so an object of any size
 costs a chunk of memory (:data:`CHUNK`). A body over the door's limit is refused with 413:
 before a byte is read when ``Content-Length`` says so, as soon as it passes the limit when
@@ -26,6 +37,31 @@ _HEX = re.compile(rb"^[0-9a-fA-F]{1,16}$")
 _LINE = 1 << 16
 
 
+CODINGS = "accepted: chunked, identity (a body of Content-Length bytes), or none"
+
+
+def framing(header: str) -> str:
+    """How a body with ``Transfer-Encoding: header`` is framed: ``"chunked"``, or ``""`` (by
+    ``Content-Length``: no header, or only ``identity``); 400 for any other coding.
+
+    Codings are a comma-separated list, applied in order, ``chunked`` last (RFC 9112 6.1);
+    ``identity`` (no transformation) is taken out wherever it stands.
+    """
+    codings = [c.strip().lower() for c in header.split(",")]
+    if header.strip() and not all(codings):
+        raise bad(f"Transfer-Encoding: {header!r} has an empty coding; {CODINGS}")
+    left = [c for c in codings if c and c != "identity"]
+    if not left:
+        return ""
+    if left == ["chunked"]:
+        return "chunked"
+    refused = [c for c in left if c != "chunked"] or left
+    raise bad(
+        f"Transfer-Encoding: {header.strip()!r}: the door does not decode "
+        f"{', '.join(refused)} (and reads chunked once, last); {CODINGS}"
+    )
+
+
 def too_large(size: int | str, limit: int) -> ApiError:
     return ApiError(
         413,
@@ -44,14 +80,14 @@ class Body:
 
     def __init__(self, rfile: io.BufferedIOBase, headers: Any, limit: int) -> None:
         self._rfile, self.limit = rfile, limit
-        coding = (headers.get("Transfer-Encoding") or "").strip().lower()
+        get_all = getattr(headers, "get_all", None)  # every Transfer-Encoding line, in order
+        lines = get_all("Transfer-Encoding") if get_all is not None else None
+        coding = ", ".join(lines) if lines else headers.get("Transfer-Encoding") or ""
         length = headers.get("Content-Length")
-        self.chunked = bool(coding)
+        self.chunked = framing(coding) == "chunked"
         self.length: int | None = None
         self.received = 0
-        if coding and coding != "chunked":
-            raise bad(f"Transfer-Encoding: {coding!r}; accepted: chunked")
-        if not coding and length is not None:
+        if not self.chunked and length is not None:
             if not _DIGITS.match(length.strip()):
                 raise bad(f"Content-Length: {length!r}; accepted: a number of bytes")
             self.length = int(length.strip())

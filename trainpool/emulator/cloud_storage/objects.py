@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import errno
 import hashlib
 import mimetypes
 import os
@@ -26,6 +27,11 @@ from trainpool.cluster_env import gcs
 
 MAX_RESULTS = 1000
 _CHUNK = 1 << 20
+NOT_EMPTY = "The bucket you tried to delete is not empty."
+"""Cloud Storage's own words for a bucket that still holds objects (409,
+https://cloud.google.com/storage/docs/xml-api/delete-bucket: ``BucketNotEmpty``)."""
+_METAGENERATION = "1"
+"""Every bucket's ``metageneration`` here: its metadata is never changed."""
 
 
 class ApiError(Exception):
@@ -111,10 +117,12 @@ class Objects:
 
     # names -> paths, only through cluster_env.gcs
     def bucket_path(self, bucket: str) -> Path:
-        try:
-            gcs.split(gcs.SCHEME + bucket, "bucket")
-        except gcs.GcsUriError as err:
-            raise bad(str(err)) from None
+        problem = gcs.bucket_problem(bucket)  # a '/' in it too: never a folder of a bucket
+        if problem is not None:
+            raise bad(
+                f"bucket: {bucket!r}: {problem}; accepted: a bucket named by Cloud Storage's "
+                "rules (https://cloud.google.com/storage/docs/buckets#naming)"
+            )
         path = Path(gcs.to_path(gcs.SCHEME + bucket + "/", self.gcs_root, "bucket"))
         return self._kept_inside(path, gcs.SCHEME + bucket)
 
@@ -131,11 +139,28 @@ class Objects:
             raise bad(str(err)) from None
         return self._kept_inside(path, uri)
 
+    def folder_path(self, bucket: str, name: str) -> Path:
+        """The folder a name ending in ``/`` maps to (a "folder marker": an empty object that
+        TensorFlow's ``CreateDir``, gsutil and the console write for a folder)."""
+        uri = f"{gcs.SCHEME}{bucket}/{name}"
+        try:
+            path = Path(gcs.to_path(uri, self.gcs_root, "object"))
+        except gcs.GcsUriError as err:
+            raise bad(str(err)) from None
+        return self._kept_inside(path, uri)
+
+    def describe_folder(self, bucket: str, name: str, path: Path) -> dict[str, Any]:
+        """The resource of the folder marker ``name`` (kept as the folder ``path``): empty."""
+        resource = self.describe(bucket, name, path, hashes=False)
+        resource.update(size="0", md5Hash=_b64(hashlib.md5(b"", usedforsecurity=False).digest()))
+        resource.update(crc32c="AAAAAA==")  # CRC32C of no bytes
+        return resource
+
     # resources
     def bucket_resource(self, bucket: str) -> dict[str, Any]:
         path = self.bucket_path(bucket)
         if not path.is_dir():
-            raise not_found(f"The specified bucket does not exist: {bucket}")
+            raise self.gone(bucket)
         st = path.stat()
         return {
             "kind": "storage#bucket",
@@ -151,6 +176,9 @@ class Objects:
             "updated": _rfc3339(st.st_mtime),
             "etag": "CAE=",
         }
+
+    def gone(self, bucket: str) -> ApiError:
+        return not_found(f"The specified bucket does not exist: {bucket}")
 
     def create_bucket(self, body: dict[str, Any]) -> dict[str, Any]:
         bucket = str(body.get("name", ""))
@@ -277,3 +305,82 @@ class Objects:
             except OSError:
                 break  # not empty (or gone): the prefix still holds objects
             folder = folder.parent
+
+    def delete_bucket(self, bucket: str, query: dict[str, str]) -> None:
+        """Delete an empty bucket, as ``buckets.delete`` does: all or nothing.
+
+        https://cloud.google.com/storage/docs/json_api/v1/buckets/delete: "Permanently deletes
+        an empty bucket", an empty response (204), ``ifMetagenerationMatch`` and
+        ``ifMetagenerationNotMatch``; a bucket that holds objects answers 409 ``conflict``
+        with "The bucket you tried to delete is not empty."
+        (https://cloud.google.com/storage/docs/xml-api/delete-bucket, ``BucketNotEmpty``;
+        the JSON body's form: https://cloud.google.com/storage/docs/json_api/v1/status-codes),
+        one that does not exist 404. Here a bucket is a folder, and it goes only when it holds
+        nothing but empty folders: any file (an object, a write in progress, a file whose
+        name is no object's, a link) keeps it, answered 409, and nothing is removed. The
+        folders go deepest first with ``rmdir``, which removes only an empty folder, so an
+        object written meanwhile keeps its bucket (409) instead of being lost.
+        """
+        top = self.bucket_path(bucket)
+        self.bucket_resource(bucket)
+        self._check_metageneration(query)
+        if top.is_symlink():
+            raise ApiError(
+                409,
+                f"gs://{bucket} is a link in the local store, not a folder of its own; "
+                f"accepted: a bucket folder: remove the link <root>/gcs/{bucket} by path",
+                "conflict",
+            )
+        held = self._first_held(top)
+        if held is not None:
+            raise self._not_empty(bucket, top, held)
+        for folder, _, _ in os.walk(top, topdown=False):
+            try:
+                os.rmdir(folder)
+            except FileNotFoundError:
+                if folder == str(top):
+                    raise self.gone(bucket) from None
+            except OSError as err:
+                if err.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                    raise
+                raise self._not_empty(bucket, top, self._first_held(top)) from None
+
+    def _check_metageneration(self, query: dict[str, str]) -> None:
+        for key, holds in (
+            ("ifMetagenerationMatch", lambda v: v == _METAGENERATION),
+            ("ifMetagenerationNotMatch", lambda v: v != _METAGENERATION),
+        ):
+            if key not in query:
+                continue
+            value = query[key].strip()
+            if not value.isascii() or not value.isdigit():
+                raise bad(f"{key}: {query[key]!r}; accepted: a metageneration, a number")
+            if not holds(str(int(value))):
+                raise ApiError(
+                    412,
+                    "At least one of the pre-conditions you specified did not hold "
+                    f"({key}={value}; the bucket's metageneration is {_METAGENERATION}).",
+                    "conditionNotMet",
+                )
+
+    @staticmethod
+    def _first_held(top: Path) -> str | None:
+        """The first thing in the bucket folder ``top`` that is not a folder (relative), or
+        None when it holds only (empty) folders. Links are not followed: one is held."""
+        for folder, dirs, files in os.walk(top):
+            dirs.sort()
+            links = [d for d in dirs if os.path.islink(os.path.join(folder, d))]
+            for name in sorted(files + links):
+                return os.path.relpath(os.path.join(folder, name), top).replace(os.sep, "/")
+        return None
+
+    def _not_empty(self, bucket: str, top: Path, held: str | None) -> ApiError:
+        if held is None or any(name == held for name in self._names(top)):
+            return ApiError(409, NOT_EMPTY, "conflict")
+        return ApiError(
+            409,
+            f"{NOT_EMPTY} The local store holds {held!r} in it, which is not an object (a "
+            "write in progress, a link, or a name Cloud Storage refuses); accepted: a bucket "
+            f"folder holding only empty folders: remove it from <root>/gcs/{bucket}",
+            "conflict",
+        )

@@ -1,12 +1,15 @@
 """The Cloud Storage JSON API's requests the door serves: a route table, one handler each.
 
-Served (the subset google-cloud-storage 3.x and ``gcloud storage`` use,
-https://cloud.google.com/storage/docs/json_api): bucket insert, list and get, bucket IAM get and
-set (answered, not kept), object get, media download (one ``Range`` too), list
-(``prefix``, ``delimiter``, ``maxResults``, ``pageToken``), upload
-(``uploadType=media|multipart|resumable``, on ``/upload/...`` and gcloud's
-``/resumable/upload/...``, the resumable session's PUTs and status queries), compose
-(gcloud's parallel composite uploads) and delete. A
+Served (the subset google-cloud-storage 3.x, ``gcloud storage`` and gsutil use,
+https://cloud.google.com/storage/docs/json_api): bucket insert, list, get and delete (an empty
+bucket only: 409 otherwise, :meth:`.Objects.delete_bucket`), its storage layout (flat: what
+``gcloud storage rm -r gs://BUCKET`` asks before it deletes the bucket) and its managed folders
+(none: it lists them too), bucket IAM get and set (answered, not kept), object get, media
+download (one ``Range`` too), list (``prefix``, ``delimiter``, ``maxResults``, ``pageToken``),
+upload (``uploadType=media|multipart|resumable``, on ``/upload/...`` and gcloud's
+``/resumable/upload/...``, the resumable session's PUTs and status queries; bodies in every
+framing, :mod:`.bodies`), compose (gcloud's parallel composite uploads), rewrite and copy
+(TensorFlow's renames) and delete. A
 request no route matches answers 501 naming it.
 """
 
@@ -98,6 +101,32 @@ def get_bucket(store: Store, request: Request, match: dict[str, str]) -> Respons
     return Response.json(store.objects.bucket_resource(match["bucket"]))
 
 
+def delete_bucket(store: Store, request: Request, match: dict[str, str]) -> Response:
+    store.objects.delete_bucket(match["bucket"], request.query)
+    return Response(204)
+
+
+def storage_layout(store: Store, request: Request, match: dict[str, str]) -> Response:
+    """``buckets.getStorageLayout``: a flat namespace, never hierarchical here
+    (https://cloud.google.com/storage/docs/json_api/v1/buckets/getStorageLayout)."""
+    bucket = store.objects.bucket_resource(match["bucket"])
+    layout = {
+        "kind": "storage#storageLayout",
+        "bucket": bucket["name"],
+        "location": bucket["location"],
+        "locationType": bucket["locationType"],
+        "hierarchicalNamespace": {"enabled": False},
+    }
+    return Response.json(layout)
+
+
+def list_managed_folders(store: Store, request: Request, match: dict[str, str]) -> Response:
+    """``managedFolders.list``: the local store has no managed folders (IAM on a prefix), so
+    none (https://cloud.google.com/storage/docs/json_api/v1/managedFolder/list)."""
+    store.objects.bucket_resource(match["bucket"])
+    return Response.json({"kind": "storage#managedFolders", "items": []})
+
+
 def bucket_iam(store: Store, request: Request, match: dict[str, str]) -> Response:
     bucket = match["bucket"]
     store.objects.bucket_resource(bucket)
@@ -136,6 +165,25 @@ def compose(store: Store, request: Request, match: dict[str, str]) -> Response:
     names = [str(source["name"]) for source in sources]
     done = store.uploads.compose(match["bucket"], match["object"], names, request.query)
     return Response.json(done)
+
+
+def rewrite(store: Store, request: Request, match: dict[str, str]) -> Response:
+    """``objects.rewrite`` and ``objects.copy``: the copy is made in one call, so a rewrite
+    answers ``done`` with the new object (https://cloud.google.com/storage/docs/json_api/v1/
+    objects/rewrite), a copy the object itself (.../objects/copy)."""
+    source = (match["bucket"], match["object"])
+    done = store.uploads.copy(source, match["to_bucket"], match["to_object"], request.query)
+    if match["verb"] == "copyTo":
+        return Response.json(done)
+    size = done["size"]
+    answer = {
+        "kind": "storage#rewriteResponse",
+        "totalBytesRewritten": size,
+        "objectSize": size,
+        "done": True,
+        "resource": done,
+    }
+    return Response.json(answer)
 
 
 def delete_object(store: Store, request: Request, match: dict[str, str]) -> Response:
@@ -246,19 +294,34 @@ ROUTES: list[tuple[tuple[str, ...], re.Pattern[str], Handler]] = [
     (("POST",), re.compile(r"^/storage/v1/b$"), create_bucket),
     (("GET",), re.compile(r"^/storage/v1/b$"), list_buckets),
     (("GET",), re.compile(rf"^/storage/v1{_B}$"), get_bucket),
+    (("DELETE",), re.compile(rf"^/storage/v1{_B}$"), delete_bucket),
+    (("GET",), re.compile(rf"^/storage/v1{_B}/storageLayout$"), storage_layout),
+    (("GET",), re.compile(rf"^/storage/v1{_B}/managedFolders$"), list_managed_folders),
     (("GET", "PUT"), re.compile(rf"^/storage/v1{_B}/iam$"), bucket_iam),
     (("GET",), re.compile(rf"^/storage/v1{_B}/o$"), list_objects),
     (("POST",), re.compile(rf"^/storage/v1{_B}{_O}/compose$"), compose),
+    (
+        ("POST",),
+        re.compile(
+            rf"^/storage/v1{_B}/o/(?P<object>[^/]+)/(?P<verb>rewriteTo|copyTo)"
+            r"/b/(?P<to_bucket>[^/]+)/o/(?P<to_object>.+)$"
+        ),
+        rewrite,
+    ),
     (("GET",), re.compile(rf"^/storage/v1{_B}{_O}$"), get_object),
     (("DELETE",), re.compile(rf"^/storage/v1{_B}{_O}$"), delete_object),
     (("GET",), re.compile(rf"^/download/storage/v1{_B}{_O}$"), download),
     (("POST",), re.compile(rf"^(?:/resumable)?/upload/storage/v1{_B}/o$"), upload),
     (("PUT",), re.compile(rf"^(?:/resumable)?/upload/storage/v1{_B}/o$"), continue_upload),
     # storage.googleapis.com/BUCKET/OBJECT: an object by path (the XML API's GET), what
-    # gcloud builds submit reads a build's log with (googlecloudsdk/api_lib/cloudbuild/logs.py)
+    # gcloud builds submit reads a build's log with (googlecloudsdk/api_lib/cloudbuild/logs.py);
+    # never a JSON API path the table lacks (that answers 501 naming it)
     (
         ("GET",),
-        re.compile(r"^/(?P<bucket>[a-z0-9][a-z0-9._-]{1,221})/(?P<object>[^?]+)$"),
+        re.compile(
+            r"^/(?!(?:storage|upload|download|resumable/upload)/v1/)"
+            r"(?P<bucket>[a-z0-9][a-z0-9._-]{1,221})/(?P<object>[^?]+)$"
+        ),
         download,
     ),
 ]

@@ -6,7 +6,10 @@ object; ``ifGenerationMatch=0`` (create only) is honoured. A resumable session k
 bytes received so far; ``Content-Range: bytes */TOTAL`` (or ``*/*``) asks where it stands
 (https://cloud.google.com/storage/docs/performing-resumable-uploads). No object grows past
 the door's limit (413). The bucket, the name and the precondition are checked before a
-byte of the media is read.
+byte of the media is read. Objects are made by uploads, by compose and by copy (rewrite);
+their folders are made below the bucket's folder only, never the bucket itself, so a write
+racing a bucket's delete answers 404 rather than making the bucket again. A folder marker (an
+empty object whose name ends in ``/``) is kept as the folder.
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ _CONTENT_RANGE = re.compile(r"^bytes (?:(\d{1,19})-(\d{1,19})|\*)/(\d{1,19}|\*)$
 _DIGITS = re.compile(r"^\d{1,19}$")
 _CHUNK = 1 << 20
 MAX_COMPOSE = 32
+_TRIES = 3
+
+
+def is_folder_marker(name: str) -> bool:
+    """Whether ``name`` is a folder marker's (ends in ``/``: kept as the folder, empty)."""
+    return name.endswith("/") and name.strip("/") != ""
 
 
 @dataclass
@@ -98,22 +107,94 @@ class Uploads:
         return path
 
     def _commit(self, bucket: str, name: str, partial: Path) -> dict[str, Any]:
+        if is_folder_marker(name):
+            return self._commit_folder(bucket, name, partial)
         path = self.objects.object_path(bucket, name)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path = self.objects.object_path(bucket, name)  # again: nothing led out meanwhile
-            if path.is_dir():
-                raise ApiError(409, f"{bucket}/{name} is a folder in the local store", "conflict")
-            os.replace(partial, path)
+            for attempt in range(_TRIES):
+                self._folders(bucket, path.parent)
+                path = self.objects.object_path(bucket, name)  # again: nothing led out meanwhile
+                if path.is_dir():
+                    raise ApiError(
+                        409, f"{bucket}/{name} is a folder in the local store", "conflict"
+                    )
+                try:
+                    os.replace(partial, path)
+                    break
+                except FileNotFoundError:
+                    # its folder went meanwhile: with its bucket (404), or emptied by a delete
+                    # beside it (made again on the next try)
+                    if not self.objects.bucket_path(bucket).is_dir():
+                        raise self.objects.gone(bucket) from None
+                    if attempt == _TRIES - 1:
+                        raise
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
         return self.objects.describe(bucket, name, path, hashes=True)
 
+    def _folders(self, bucket: str, folder: Path) -> None:
+        """Make the folders from the bucket's down to ``folder``, never the bucket's own: a
+        bucket deleted meanwhile is not made again by a write into it (404 instead)."""
+        top = self.objects.bucket_path(bucket)
+        for _ in range(_TRIES):
+            if not top.is_dir():
+                raise self.objects.gone(bucket)
+            here = top
+            try:
+                for part in folder.relative_to(top).parts:
+                    here = here / part
+                    try:
+                        here.mkdir()
+                    except FileExistsError:
+                        continue
+                return
+            except FileNotFoundError:
+                continue  # a folder above went meanwhile (its last object deleted): again
+            except NotADirectoryError:
+                prefix = here.parent.relative_to(top).as_posix()
+                raise ApiError(
+                    409,
+                    f"{bucket}/{prefix} is an object in the local store, so it cannot also be "
+                    "a folder; accepted: a name that does not continue an object's name",
+                    "conflict",
+                ) from None
+        if not top.is_dir():
+            raise self.objects.gone(bucket)
+        raise ApiError(
+            503,
+            f"{bucket}/{folder.relative_to(top).as_posix()}/: its folders were removed each "
+            "time they were made (objects beside it deleted meanwhile); try again",
+            "backendError",
+        )
+
     def check_target(self, bucket: str, name: str, query: dict[str, str]) -> None:
         """Refuse a write to ``bucket``/``name`` before any of its bytes is read."""
         self.objects.bucket_resource(bucket)
+        if is_folder_marker(name):
+            self._check_precondition(self.objects.folder_path(bucket, name), query)
+            return
         self._check_precondition(self.objects.object_path(bucket, name), query)
+
+    def _commit_folder(self, bucket: str, name: str, partial: Path) -> dict[str, Any]:
+        """A folder marker (an empty object whose name ends in ``/``) is kept as the folder
+        itself: the store maps objects to files, and a folder cannot hold bytes."""
+        try:
+            size = partial.stat().st_size
+        finally:
+            partial.unlink(missing_ok=True)
+        if size:
+            raise bad(
+                f"object: {bucket}/{name} has {size} bytes; the local store keeps a name "
+                "ending in '/' as a folder (a folder marker), which holds none; accepted: "
+                "an empty body, or a name that does not end in '/'"
+            )
+        path = self.objects.folder_path(bucket, name)
+        self._folders(bucket, path)
+        path = self.objects.folder_path(bucket, name)  # again: nothing led out meanwhile
+        if not path.is_dir():
+            raise ApiError(409, f"{bucket}/{name[:-1]} is an object in the local store", "conflict")
+        return self.objects.describe_folder(bucket, name, path)
 
     def put_object(
         self, bucket: str, name: str, pieces: Iterable[bytes], query: dict[str, str]
@@ -130,6 +211,34 @@ class Uploads:
             raise
         return self._commit(bucket, name, partial)
 
+    def copy(
+        self, source: tuple[str, str], bucket: str, name: str, query: dict[str, str]
+    ) -> dict[str, Any]:
+        """The object ``name`` of ``bucket`` made a copy of ``source`` (``(bucket, object)``,
+        any bucket of the store), in one call, as ``objects.rewrite`` and ``objects.copy`` do
+        within one location and storage class (https://cloud.google.com/storage/docs/
+        json_api/v1/objects/rewrite, .../objects/copy). TensorFlow renames a file (a
+        checkpoint's shards, a SavedModel's variables) with a rewrite, then a delete."""
+        self.check_target(bucket, name, query)
+        path = self._source(*source)
+        if path.stat().st_size > self.limit:
+            raise too_large(path.stat().st_size, self.limit)
+        return self.put_object(bucket, name, self._read(path), query)
+
+    def _source(self, bucket: str, name: str) -> Path:
+        self.objects.bucket_resource(bucket)
+        path = self.objects.object_path(bucket, name)
+        if not path.is_file():
+            raise not_found(f"No such object: {bucket}/{name}")
+        return path
+
+    @staticmethod
+    def _read(*paths: Path) -> Iterable[bytes]:
+        for path in paths:
+            with path.open("rb") as handle:
+                while piece := handle.read(_CHUNK):
+                    yield piece
+
     def compose(
         self, bucket: str, name: str, sources: list[str], query: dict[str, str]
     ) -> dict[str, Any]:
@@ -139,22 +248,10 @@ class Uploads:
         if not 1 <= len(sources) <= MAX_COMPOSE:
             raise bad(f"sourceObjects: {len(sources)} objects; accepted: 1 to {MAX_COMPOSE}")
         self.check_target(bucket, name, query)
-        paths = []
-        for source in sources:
-            path = self.objects.object_path(bucket, source)
-            if not path.is_file():
-                raise not_found(f"No such object: {bucket}/{source}")
-            paths.append(path)
+        paths = [self._source(bucket, source) for source in sources]
         if sum(path.stat().st_size for path in paths) > self.limit:
             raise too_large(sum(path.stat().st_size for path in paths), self.limit)
-
-        def pieces() -> Iterable[bytes]:
-            for path in paths:
-                with path.open("rb") as handle:
-                    while piece := handle.read(_CHUNK):
-                        yield piece
-
-        return self.put_object(bucket, name, pieces(), query)
+        return self.put_object(bucket, name, self._read(*paths), query)
 
     def start_upload(
         self, bucket: str, name: str, query: dict[str, str], declared: str | None = None
