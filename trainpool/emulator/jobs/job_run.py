@@ -128,7 +128,8 @@ class JobRun:
         slots = replica_slots(self.spec)
         order = int(self.name.rsplit("/", 1)[-1])
         self.controls.listen(lambda: self.serial.send(self._controlled))
-        self.ticket = Ticket(order, slots, lambda: self.serial.send(self._admitted))
+        pools = self.manager.quota.claim(self.name, self.spec)
+        self.ticket = Ticket(order, slots, lambda: self.serial.send(self._admitted), pools=pools)
         if not self.manager.quota.request(self.ticket):
             self.waited = True
             quota = self.manager.quota
