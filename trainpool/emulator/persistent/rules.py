@@ -151,7 +151,10 @@ def _pool_problems(pool: Any, at: str, allow_unknown: bool) -> list[Problem]:
     except PlanError as err:
         for problem in err.problems:
             name = problem.field.replace("workerPoolSpecs[0].machineSpec", f"{at}.machine_spec")
-            problems.append(Problem(name, problem.message))
+            message = problem.message
+            if "accepted" not in message:
+                message += "; accepted: a machine Vertex training offers (trainpool catalog)"
+            problems.append(Problem(name, message))
     if "autoscaling_spec" in pool:
         scaling = pool.autoscaling_spec
         low, high = int(scaling.min_replica_count), int(scaling.max_replica_count)
