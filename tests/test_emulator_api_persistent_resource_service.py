@@ -203,6 +203,8 @@ def test_deleting_a_resource_cancels_the_jobs_on_it(
     name = f"{PARENT}/persistentResources/busy"
     assert client.get_persistent_resource(name=name).resource_pools[0].used_replica_count == 2
     assert job_client.get_custom_job(name=waiting.name).state.name == "JOB_STATE_QUEUED"
+    log = (sdk_emulator.root / "jobs" / waiting.name.rsplit("/", 1)[-1] / "job.log").read_text()
+    assert f"1 replica(s) of persistent resource pool {name}#n1-standard-4: 2 of its 2" in log
     with pytest.raises(exceptions.FailedPrecondition, match="jobs run on it"):
         client.reboot_persistent_resource(name=name)
 

@@ -139,6 +139,12 @@ class JobRun:
                 "job(s) wait, those created earlier first (the emulator's replica quota: "
                 "--max-replicas)"
             )
+            for key, (replicas, capacity) in pools.items():
+                used = quota.in_use.get(key, 0)
+                self.note(
+                    f"and for {replicas} replica(s) of persistent resource pool {key}: {used} "
+                    f"of its {capacity} are held by other jobs"
+                )
 
     def nudge(self) -> None:
         """Look again (the emulator's clock moved: a timeout may have passed)."""
