@@ -25,7 +25,9 @@ when it gets there. Changes are made when the resource or its operation is read
 - Replicas: a job holds its replicas of the resource's pools from its start to its end
   (``ResourcePool.used_replica_count``: "The number of machines currently in use by training
   jobs for this resource pool"); one whose pools are busy waits QUEUED
-  (:mod:`trainpool.emulator.jobs.quota`).
+  (:mod:`trainpool.emulator.jobs.quota`). That a busy pool makes a job wait rather than fail is
+  the emulator's reading (``JOB_STATE_QUEUED``: "processing has not yet begun"); Vertex's pages
+  do not say it in so many words.
 """
 
 from __future__ import annotations

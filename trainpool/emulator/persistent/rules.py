@@ -21,9 +21,10 @@ A **resource** (``aiplatform_v1/types/persistent_resource.py``, ``persistent_res
 A **job on a resource** (``CustomJobSpec.persistent_resource_id``: "the job will be run on
 existing machines held by the PersistentResource instead of on-demand short-live machines";
 Vertex's "Run training jobs on a persistent resource",
-https://cloud.google.com/vertex-ai/docs/training/persistent-resource-train: each worker pool's
-machine spec must match one of the resource's pools, and its replica count be at most that
-pool's ``replica_count``, or its ``max_replica_count`` when the pool autoscales):
+https://cloud.google.com/vertex-ai/docs/training/persistent-resource-train, paraphrased: each
+worker pool's machine spec must match one of the resource's pools, and its replica count be at
+most that pool's ``replica_count``, or its ``max_replica_count`` when the pool autoscales; the
+page's exact words could not be re-read when this was written):
 :func:`fit` refuses a job whose pools do not fit, naming the job's pool, what it asked and what
 the resource has. Pools of a job with the same machine share that resource pool.
 """
