@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -390,3 +391,24 @@ def test_a_sweeps_trials_run_on_the_resource_one_pool_at_a_time(
     assert {j.job_spec.persistent_resource_id for j in trials} == {"sweep"}
     spans = sorted((j.start_time, j.end_time) for j in trials)
     assert spans[1][0] >= spans[0][1], "the pool holds one replica: the second trial waited"
+
+
+def test_a_resource_outlives_a_restart_and_the_clock_moves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(resources, "PROVISION_S", 600.0)
+    name = f"{PARENT}/persistentResources/kept"
+    with emulator.start(tmp_path / "root") as emu:
+        client, _ = clients(emu)
+        client.create_persistent_resource(
+            parent=PARENT,
+            persistent_resource_id="kept",
+            persistent_resource={"resource_pools": POOLS},
+        )
+    with emulator.start(tmp_path / "root") as emu:
+        client, _ = clients(emu)
+        assert client.get_persistent_resource(name=name).state == State.PROVISIONING
+        emu.advance_clock(by=timedelta(seconds=601))
+        kept = client.get_persistent_resource(name=name)
+        assert kept.state == State.RUNNING
+        assert [p.id for p in kept.resource_pools] == ["n1-standard-4", "n1-standard-8"]
