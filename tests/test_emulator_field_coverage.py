@@ -44,7 +44,6 @@ ACCOUNT = "trainer@demo.iam.gserviceaccount.com"
 KEY = "projects/demo/locations/us-central1/keyRings/r/cryptoKeys/k"
 NETWORK = "projects/12345/global/networks/default"
 SAMPLES: dict[str, Any] = {
-    "persistent_resource_id": "my-resource",
     "worker_pool_specs.machine_spec": {"machine_type": "n1-standard-4"},
     "worker_pool_specs.nfs_mounts": [{"server": "10.0.0.2", "path": "/d", "mount_point": "d"}],
     "worker_pool_specs.lustre_mounts": [{"instance_ip": "10.0.0.3", "mount_point": "l"}],
@@ -240,7 +239,7 @@ def test_every_field_of_the_protos_is_applied_refused_logged_or_output() -> None
         in fields
     )
     assert {f.path for f in field_coverage.unapplied()} >= {
-        "custom_job.job_spec.persistent_resource_id",
+        "custom_job.job_spec.network",
         "hyperparameter_tuning_job.trial_job_spec.tensorboard",
         "training_pipeline.input_data_config",
     }

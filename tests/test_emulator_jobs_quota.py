@@ -235,3 +235,29 @@ def test_the_quota_comes_from_the_flag_the_environment_or_the_cpus() -> None:
         {"replicaCount": 2, "containerSpec": {"imageUri": reducer}},
     ]
     assert replica_slots({"workerPoolSpecs": pools}) == 4  # a Reduction Server is not started
+
+
+def test_jobs_on_a_persistent_resource_wait_for_its_pool_not_for_each_other() -> None:
+    """A job holding a resource pool's replicas keeps the next job on that pool QUEUED (in
+    creation order), while a job on other machines passes; released replicas admit them."""
+    from trainpool.emulator.jobs.quota import Quota, Ticket
+
+    quota = Quota(10)
+    admitted: list[int] = []
+
+    def ticket(order: int, pools: dict[str, tuple[int, int]]) -> Ticket:
+        return Ticket(order, 1, lambda: admitted.append(order), pools=pools)
+
+    first = ticket(1, {"r#a": (2, 2)})
+    second = ticket(2, {"r#a": (1, 2)})
+    third = ticket(3, {"r#a": (1, 2)})
+    elsewhere = ticket(4, {})
+    assert quota.request(first)
+    assert not quota.request(second)
+    assert not quota.request(third)
+    assert quota.request(elsewhere)
+    assert quota.in_use == {"r#a": 2}
+    quota.release(first)
+    assert admitted == [1, 4, 2, 3]
+    assert quota.in_use == {"r#a": 2}
+    assert quota.waiting == 0

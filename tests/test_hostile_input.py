@@ -27,6 +27,7 @@ from fixtures.vertex import PARENT
 from google.api_core import exceptions
 from google.cloud.aiplatform_v1.types import job_service as js
 from google.cloud.aiplatform_v1.types import model_service as ms
+from google.cloud.aiplatform_v1.types import persistent_resource_service as prs
 from google.cloud.aiplatform_v1.types import pipeline_service as ps
 from google.cloud.aiplatform_v1.types import schedule_service as ss
 from google.protobuf import json_format, struct_pb2
@@ -287,6 +288,20 @@ BASES: dict[str, tuple[str, str, Any, dict[str, Any]]] = {
             },
         },
     ),
+    "persistent_resource": (
+        "persistent",
+        "create_persistent_resource",
+        prs.CreatePersistentResourceRequest,
+        {
+            "parent": PARENT,
+            "persistent_resource_id": "hostile",
+            "persistent_resource": {
+                "resource_pools": [
+                    {"machine_spec": {"machine_type": "n1-standard-4"}, "replica_count": 1}
+                ]
+            },
+        },
+    ),
     "model": (
         "model",
         "upload_model",
@@ -362,6 +377,7 @@ class Api:
             "pipeline": pipeline_client("us-central1"),
             "model": model_client("us-central1"),
             "schedule": schedule_client("us-central1"),
+            "persistent": persistent_client(address),
         }
 
     def held(self) -> dict[str, list[str]]:
@@ -373,7 +389,22 @@ class Api:
             "training pipelines": [j.name for j in pipeline.list_training_pipelines(parent=PARENT)],
             "models": [m.name for m in self.clients["model"].list_models(parent=PARENT)],
             "schedules": [s.name for s in self.clients["schedule"].list_schedules(parent=PARENT)],
+            "persistent resources": [
+                r.name for r in self.clients["persistent"].list_persistent_resources(parent=PARENT)
+            ],
         }
+
+
+def persistent_client(address: str) -> Any:
+    """PersistentResourceService's official client on the emulator's gRPC door."""
+    import grpc
+    from google.cloud import aiplatform_v1
+    from google.cloud.aiplatform_v1.services.persistent_resource_service import transports
+
+    channel = grpc.insecure_channel(address)
+    return aiplatform_v1.PersistentResourceServiceClient(
+        transport=transports.PersistentResourceServiceGrpcTransport(channel=channel)
+    )
 
 
 def rest_clients(emu: emulator.Emulator) -> dict[str, Any]:
@@ -402,6 +433,10 @@ def rest_clients(emu: emulator.Emulator) -> dict[str, Any]:
         "schedule": (
             aiplatform_v1.ScheduleServiceClient,
             services.schedule_service.transports.rest.ScheduleServiceRestTransport,
+        ),
+        "persistent": (
+            aiplatform_v1.PersistentResourceServiceClient,
+            services.persistent_resource_service.transports.rest.PersistentResourceServiceRestTransport,
         ),
     }
     return {

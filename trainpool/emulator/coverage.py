@@ -56,6 +56,11 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
         "tests/test_redirect_gcloud.py",
     ),
     (
+        "gcloud ai persistent-resources create / describe / list / delete",
+        "served (PROVISIONING, then RUNNING)",
+        "tests/test_emulator_api_persistent_resource_service.py",
+    ),
+    (
         "gcloud logging read FILTER",
         "served (the Logging query language)",
         "tests/test_emulator_api_logging_service.py",

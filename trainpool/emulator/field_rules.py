@@ -84,10 +84,10 @@ _SPEC_RULES = {
         "its address is in web_access_uris",
     ),
     "persistent_resource_id": Rule(
-        REFUSED,
-        "names a PersistentResource, and the emulator has none (PersistentResourceService is "
-        "not served); Vertex rejects a job its persistent resource cannot run "
-        "(CustomJobSpec.persistent_resource_id); accepted: empty (on-demand machines)",
+        APPLIED,
+        "the job runs on that PersistentResource's pools: refused unless it exists, is RUNNING "
+        "and each worker pool's machine matches one of its pools with room for its replicas; "
+        "waits QUEUED while they are in use (persistent/rules.py, persistent/resources.py)",
     ),
     "tensorboard": Rule(
         APPLIED,

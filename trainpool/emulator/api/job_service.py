@@ -32,6 +32,7 @@ from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import job_links, requests
+from trainpool.emulator.api.persistent_resource_service import lives_of
 from trainpool.emulator.api.rpc import Service, precondition, service
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.manager import TERMINAL, JobManager
@@ -65,6 +66,7 @@ class JobService:
         self.state = state
         self.manager = manager
         self.records = state.records
+        self.persistent = lives_of(state, manager)
 
     def get(self, name: str, kind: Kind) -> Any:
         return requests.existing(self.records, kind, name)
@@ -80,6 +82,7 @@ class JobService:
         location = request.parent.split("/")[3]
         job_links.check(self.state, spec, location, "custom_job.job_spec")
         job_links.check_tensorboard(self.state, spec, location, "custom_job.job_spec")
+        self.persistent.check_job(request.parent, spec, "custom_job.job_spec")
         self.manager.check_quota(spec)
         fill_disk_defaults(job.job_spec)
         job = self.manager.create(CUSTOM_JOBS, request.parent, job)
@@ -124,6 +127,7 @@ class JobService:
             job.parallel_trial_count,
             job.max_failed_trial_count,
         )
+        self.persistent.check_job(request.parent, spec, "hyperparameter_tuning_job.trial_job_spec")
         self.manager.check_quota(spec)
         fill_disk_defaults(job.trial_job_spec)
         job = self.manager.create(TUNING_JOBS, request.parent, job)

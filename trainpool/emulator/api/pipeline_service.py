@@ -27,6 +27,7 @@ from google.protobuf import empty_pb2, json_format
 
 from trainpool.emulator import field_coverage
 from trainpool.emulator.api import requests
+from trainpool.emulator.api.persistent_resource_service import lives_of
 from trainpool.emulator.api.rpc import Service, already_exists, not_found, precondition, service
 from trainpool.emulator.jobs import training_pipelines
 from trainpool.emulator.jobs.manager import JobManager
@@ -190,6 +191,9 @@ class PipelineService:
         fields = requests.check_fields("training_pipeline", pipeline)
         spec = training_pipelines.backing_job_spec(pipeline)
         requests.check_job_spec(spec, "training_pipeline.training_task_inputs")
+        lives_of(self.state, self.trainings.manager).check_job(
+            request.parent, spec, "training_pipeline.training_task_inputs"
+        )
         notes = field_coverage.notes("training_pipeline", fields)
         return self.trainings.create(request.parent, pipeline, spec, notes)
 

@@ -131,7 +131,8 @@ class JobRun:
         slots = replica_slots(self.spec)
         order = int(self.name.rsplit("/", 1)[-1])
         self.controls.listen(lambda: self.serial.send(self._controlled))
-        self.ticket = Ticket(order, slots, lambda: self.serial.send(self._admitted))
+        pools = self.manager.quota.claim(self.name, self.spec)
+        self.ticket = Ticket(order, slots, lambda: self.serial.send(self._admitted), pools=pools)
         if not self.manager.quota.request(self.ticket):
             self.waited = True
             quota = self.manager.quota
@@ -141,6 +142,12 @@ class JobRun:
                 "job(s) wait, those created earlier first (the emulator's replica quota: "
                 "--max-replicas)"
             )
+            for key, (replicas, capacity) in pools.items():
+                used = quota.in_use.get(key, 0)
+                self.note(
+                    f"and for {replicas} replica(s) of persistent resource pool {key}: {used} "
+                    f"of its {capacity} are held by other jobs"
+                )
 
     def nudge(self) -> None:
         """Look again (the emulator's clock moved: a timeout may have passed)."""

@@ -17,6 +17,12 @@ Locally the resource is a replica process: at most :attr:`Quota.limit` replicas 
 the start of its replicas to its end; one that does not fit now stays QUEUED, and jobs start
 in creation order as slots free (an earlier job that needs more slots is not overtaken).
 A job needing more slots than the whole quota is refused at Create.
+
+A job on a PersistentResource (``jobSpec.persistentResourceId``) also holds replicas of that
+resource's pools (its ticket's ``pools``: key -> (replicas, the pool's capacity), given by
+:attr:`Quota.claim`, which :mod:`trainpool.emulator.persistent` sets): it stays QUEUED until
+they are free as well, and jobs waiting for the same pool start in creation order; a job
+waiting only for a resource's pool does not hold back the jobs behind it.
 """
 
 from __future__ import annotations
@@ -81,6 +87,8 @@ class Ticket:
     since: float = field(default_factory=time.monotonic, compare=False)
     state: str = field(default="waiting", compare=False)
     """"waiting", "admitted", "withdrawn" or "released"."""
+    pools: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False)
+    """Replicas of a persistent resource's pools it holds: key -> (replicas, capacity)."""
 
 
 class Quota:
@@ -93,6 +101,13 @@ class Quota:
         """Jobs waiting now."""
         self._waiting: list[Ticket] = []
         self._lock = threading.Lock()
+        self.in_use: dict[str, int] = {}
+        """Replicas of each persistent resource pool held by admitted jobs."""
+        self.claim: Callable[[str, dict[str, Any]], dict[str, tuple[int, int]]] = (
+            lambda _name, _spec: {}
+        )
+        """The pools job ``name`` with ``spec`` takes replicas of (set by
+        :mod:`trainpool.emulator.persistent.resources`)."""
 
     def check(self, slots: int) -> None:
         """Raise :class:`QuotaExceeded` when ``slots`` can never fit."""
@@ -133,22 +148,36 @@ class Quota:
                 return
             ticket.state = "released"
             self.used -= ticket.slots
+            for key, (replicas, _) in ticket.pools.items():
+                self.in_use[key] = self.in_use.get(key, 0) - replicas
             admitted = self._admit()
         for each in admitted:
             each.admit()
 
     def _admit(self) -> list[Ticket]:
         admitted = []
-        while self._waiting:
-            head = self._waiting[0]
+        blocked: set[str] = set()
+        for head in sorted(self._waiting):
             if head.state != "waiting":
-                heapq.heappop(self._waiting)
                 continue
             if self.used + head.slots > self.limit:
                 break
-            heapq.heappop(self._waiting)
+            if blocked & head.pools.keys() or not self._pools_free(head):
+                blocked |= head.pools.keys()
+                continue
             head.state = "admitted"
             self.waiting -= 1
             self.used += head.slots
+            for key, (replicas, _) in head.pools.items():
+                self.in_use[key] = self.in_use.get(key, 0) + replicas
             admitted.append(head)
+        if admitted or any(t.state != "waiting" for t in self._waiting):
+            self._waiting = [t for t in self._waiting if t.state == "waiting"]
+            heapq.heapify(self._waiting)
         return admitted
+
+    def _pools_free(self, ticket: Ticket) -> bool:
+        return all(
+            self.in_use.get(key, 0) + replicas <= capacity
+            for key, (replicas, capacity) in ticket.pools.items()
+        )

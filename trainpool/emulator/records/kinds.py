@@ -15,6 +15,7 @@ from google.cloud.aiplatform_v1.types import hyperparameter_tuning_job as hptj
 from google.cloud.aiplatform_v1.types import metadata_schema as schema_types
 from google.cloud.aiplatform_v1.types import metadata_store as store_types
 from google.cloud.aiplatform_v1.types import model as model_types
+from google.cloud.aiplatform_v1.types import persistent_resource as pr
 from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types import schedule as sc
 from google.cloud.aiplatform_v1.types import tensorboard as tb
@@ -114,6 +115,9 @@ orders by ``create_time`` and ``update_time`` and filters on ``labels``
 (:mod:`trainpool.emulator.records.models`)."""
 SCHEDULES = Kind("schedules", sc.Schedule, "Schedule", sc.Schedule.State)
 BUILDS = Kind("builds", cb.Build, "Build", cb.Build.Status, state_field="status")
+PERSISTENT_RESOURCES = Kind(
+    "persistentResources", pr.PersistentResource, "PersistentResource", pr.PersistentResource.State
+)
 METADATA_STORES = Kind("metadataStores", store_types.MetadataStore, "MetadataStore")
 CONTEXTS = Kind("contexts", context_types.Context, "Context")
 ARTIFACTS = Kind("artifacts", artifact_types.Artifact, "Artifact", artifact_types.Artifact.State)
@@ -136,6 +140,7 @@ KINDS = {
         MODELS,
         SCHEDULES,
         BUILDS,
+        PERSISTENT_RESOURCES,
         METADATA_STORES,
         CONTEXTS,
         ARTIFACTS,
