@@ -15,6 +15,7 @@ pipeline's parameters as ``param.*``, the metrics its tasks logged as ``metric.*
 
 # no `from __future__ import annotations`: kfp reads the components' annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,9 @@ from google.cloud import aiplatform, storage
 from google.cloud.aiplatform_v1.services.metadata_service import MetadataServiceClient
 from kfp import compiler, dsl
 from kfp.dsl import ClassificationMetrics, Metrics, Output
+from typer.testing import CliRunner
 
+from trainpool.cli import app
 from trainpool.testing import emulated_vertex
 
 pytestmark = pytest.mark.timeout(180)
@@ -213,6 +216,31 @@ def test_notebook_runs_compared_by_their_task_metrics(emu: Any, tmp_path: Path) 
 
     roc = pd.DataFrame(frame["metric.confidenceMetrics"][0])
     assert list(roc["recall"]) == [0.0, 0.75, 1.0]
+
+    # trainpool's own listing: the same columns, the structures summarised (--json: whole)
+    listed = CliRunner().invoke(app, ["compare", "metrics-pipeline-v2", "--project", PROJECT])
+    assert listed.exit_code == 0, listed.output
+    assert [line.split() for line in listed.output.splitlines()] == [
+        [
+            "RUN",
+            "STATE",
+            "param.input:seed",
+            "param.input:splits",
+            "metric.accuracy",
+            "metric.confidenceMetrics",
+            "metric.confusionMatrix",
+        ],
+        ["viz-run-1", "COMPLETE", "7", "10", "90.7", "3", "points", "3x3", "matrix"],
+        ["viz-run-2", "COMPLETE", "5", "7", f"{90.0 + 5 / 7:g}", "3", "points", "3x3", "matrix"],
+    ]
+    whole = CliRunner().invoke(
+        app, ["compare", "metrics-pipeline-v2", "--json", "--project", PROJECT]
+    )
+    first = json.loads(whole.output.splitlines()[0])
+    assert first["metric.confidenceMetrics"] == ROC and first["metric.confusionMatrix"] == CONFUSION
+    assert first["state"] == "COMPLETE" and first["param.input:seed"] == 7
+    missing = CliRunner().invoke(app, ["compare", "no-such-pipeline", "--project", PROJECT])
+    assert missing.exit_code == 1 and "no pipeline 'no-such-pipeline'" in missing.output
 
     # get_experiment_df reads the run Context's system.Metrics (and google.*Metrics)
     # artifacts only (pipeline_jobs.py, PipelineJob._query_experiment_row): the scalars, not
