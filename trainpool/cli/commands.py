@@ -13,6 +13,7 @@ from trainpool.cli import (
     build,
     catalog,
     clock,
+    compare,
     emulator,
     env,
     jobs,
@@ -49,6 +50,7 @@ MODULES = (
     schedule,  # schedule list|show|runs|pause|resume|delete
     clock,  # clock show|advance (the emulator's)
     tensorboard,  # tensorboard NAME (an experiment's scalars in TensorBoard)
+    compare,  # compare PIPELINE (its runs' param.input:* and metric.*)
 )
 
 for _module in MODULES:

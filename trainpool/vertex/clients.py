@@ -99,3 +99,13 @@ def tensorboard_client(location: str) -> Any:
     )
 
     return _make(TensorboardServiceClient, TensorboardServiceGrpcTransport, location)
+
+
+def metadata_client(location: str) -> Any:
+    """A ``MetadataServiceClient`` for ``location`` (or the emulator)."""
+    from google.cloud.aiplatform_v1 import MetadataServiceClient
+    from google.cloud.aiplatform_v1.services.metadata_service.transports import (
+        MetadataServiceGrpcTransport,
+    )
+
+    return _make(MetadataServiceClient, MetadataServiceGrpcTransport, location)

@@ -15,15 +15,24 @@ From the outside of the run (``PipelineRuns.on_start`` and ``on_end``), in the
   URI of the run (schema title, URI, metadata: a ``system.Metrics`` artifact holds the
   metrics the task logged), INPUT and OUTPUT events, all in the run's Context; the
   ``system.Run`` Execution ends COMPLETE, FAILED or CANCELLED with OUTPUT events to the
-  pipeline's own output artifacts; each task detail's ``execution`` is the stored one.
+  pipeline's own output artifacts and to every metrics artifact (``METRICS_SCHEMAS``: kfp's
+  ``Metrics``, ``ClassificationMetrics`` with its ``confusionMatrix`` and
+  ``confidenceMetrics``, ...) any task wrote, declared as a pipeline output or not; each
+  task detail's ``execution`` is the stored one.
 
 What the SDK reads it with, and so what this follows (google-cloud-aiplatform 1.165.1):
 ``pipeline_jobs.py`` (``_get_context``, ``_query_experiment_row``: the ``system.Run``
 Execution's ``input:`` metadata and state, the run Context's metrics artifacts;
 ``get_associated_experiment``), ``metadata/metadata.py`` (``get_pipeline_df``: the
 ``system.Run`` Executions ``in_context`` of the pipeline Context, their output artifacts'
-metadata), and the SDK's own fixtures of a pipeline run (``tests/unit/aiplatform/
-test_metadata.py``, ``_TEST_PIPELINE_SYSTEM_RUN_EXECUTION``), googleapis/python-aiplatform
+metadata, in ``_LegacyExperimentService._query_runs_to_data_frame``; ``pipeline_jobs.py``
+``_query_experiment_row`` instead lists the run Context's ``system.Metrics`` and
+``google.*Metrics`` artifacts, so ``get_experiment_df`` has no kfp ``ClassificationMetrics``
+columns, on Vertex as here), Google's vertex-ai-samples notebook
+``notebooks/official/pipelines/metrics_viz_run_compare_kfp.ipynb`` (``metric.accuracy``,
+``metric.confidenceMetrics`` of tasks' undeclared outputs), and the SDK's own fixtures of a
+pipeline run (``tests/unit/aiplatform/test_metadata.py``,
+``_TEST_PIPELINE_SYSTEM_RUN_EXECUTION``), googleapis/python-aiplatform
 commit 3219d51921dbc9b65734a793dbab9619d0a7547d; that the pipeline's Context is named after
 the pipeline: avast/wanna-ml#83 ("it can clash with different resource in the metastore").
 """
@@ -53,6 +62,24 @@ _STATES = {
     "SKIPPED": execution_types.Execution.State.COMPLETE,
     "RUNNING": execution_types.Execution.State.RUNNING,
 }
+# The artifacts a run's tasks write that Vertex also makes outputs of the run's
+# ``system.Run`` Execution, so ``get_pipeline_df`` shows their metadata as ``metric.*``
+# (``metadata/metadata.py``, ``_LegacyExperimentService._query_runs_to_data_frame``:
+# ``run_execution.get_output_artifacts()``, every one's metadata; Google's
+# metrics_viz_run_compare_kfp notebook reads ``metric.accuracy`` and
+# ``metric.confidenceMetrics`` there for a pipeline that declares no outputs). kfp's metrics
+# types (``kfp/dsl/types/artifact_types.py``) and those ``pipeline_jobs.py``
+# ``_query_experiment_row`` reads for ``get_experiment_df`` (``metadata/constants.py``).
+METRICS_SCHEMAS = frozenset(
+    {
+        "system.Metrics",
+        "system.ClassificationMetrics",
+        "system.SlicedClassificationMetrics",
+        "google.ClassificationMetrics",
+        "google.RegressionMetrics",
+        "google.ForecastingMetrics",
+    }
+)
 _RUN_STATES = {
     PipelineState.PIPELINE_STATE_SUCCEEDED: execution_types.Execution.State.COMPLETE,
     PipelineState.PIPELINE_STATE_FAILED: execution_types.Execution.State.FAILED,
@@ -152,6 +179,7 @@ class PipelineLineage:
         root_task = None
         by_uri: dict[str, str] = {}
         outputs: dict[tuple[str, str], str] = {}
+        metrics: list[str] = []  # the tasks' metrics artifacts: the run's outputs too
         executions, artifacts = [], []
         for task in detail.task_details:
             if task.task_id == 1 or not task.parent_task_id:
@@ -175,11 +203,13 @@ class PipelineLineage:
                         events.append(event_types.Event(artifact=name, type_=kind))
                         if kind == event_types.Event.Type.OUTPUT:
                             outputs[(task.task_name, key)] = name
+                            if artifact.schema_title in METRICS_SCHEMAS:
+                                metrics.append(name)
             if events:
                 self.metadata.links.add_events(execution.name, events)
             task.execution = self.metadata.require(EXECUTIONS, execution.name)
         self.metadata.links.add_to_context(run, list(dict.fromkeys(artifacts)), executions)
-        self._end_root(store, run, job, root_task, outputs)
+        self._end_root(store, run, job, root_task, outputs, metrics)
 
     def _execution(self, store: str, task: Any) -> Any:
         given = task.execution
@@ -217,6 +247,7 @@ class PipelineLineage:
         job: Any,
         root_task: Any,
         outputs: dict[tuple[str, str], str],
+        metrics: list[str],
     ) -> None:
         found = [
             e
@@ -228,7 +259,7 @@ class PipelineLineage:
             return
         root = found[0]
         spec = self._spec(job)
-        events = []
+        produced = []  # the pipeline's declared outputs, then every task's metrics
         declared = spec.get("root", {}).get("dag", {}).get("outputs", {}).get("artifacts", {})
         for body in declared.values():
             for selector in body.get("artifactSelectors", []):
@@ -236,9 +267,11 @@ class PipelineLineage:
                     (selector.get("producerSubtask", ""), selector.get("outputArtifactKey", ""))
                 )
                 if name is not None:
-                    events.append(
-                        event_types.Event(artifact=name, type_=event_types.Event.Type.OUTPUT)
-                    )
+                    produced.append(name)
+        events = [
+            event_types.Event(artifact=name, type_=event_types.Event.Type.OUTPUT)
+            for name in dict.fromkeys(produced + metrics)
+        ]
         if events:
             self.metadata.links.add_events(root.name, events)
         root.state = _RUN_STATES.get(job.state, execution_types.Execution.State.FAILED)
