@@ -36,6 +36,7 @@ from trainpool.emulator.api import (
     schedule_service,
     service_usage,
     tensorboard_service,
+    vizier_service,
 )
 from trainpool.emulator.api.rpc import Service, close_log, open_log
 from trainpool.emulator.api.unserved import Unserved
@@ -61,6 +62,7 @@ SERVICES: tuple[ModuleType, ...] = (
     schedule_service,
     metadata_service,
     tensorboard_service,
+    vizier_service,
     operations_service,
     logging_service,
     cloud_build,
