@@ -88,6 +88,8 @@ def test_a_study_as_the_sdk_runs_it(emu: Any, transport: str) -> None:
     # (the SDK's materialize_study_config passes credentials= to get_study and fails itself)
     got = aiplatform_v1.VizierServiceClient().get_study(name=study.resource_name)
     assert got.study_spec.metrics[0].metric_id == "acc"
+    listed = aiplatform_v1.VizierServiceClient().list_studies(parent=PARENT)
+    assert study.resource_name in [s.name for s in listed]
     study.delete()
     with pytest.raises(exceptions.NotFound):
         study.trials()

@@ -58,6 +58,7 @@ from trainpool.emulator.sweeps.sweep import study_spec_rest
 from trainpool.errors import InputError, Problem, brief
 from trainpool.plan import PlanError
 from trainpool.plan.study_rules import validate_study
+from trainpool.spec.study import bound
 
 SERVICE = "google.cloud.aiplatform.v1.VizierService"
 Study = study_types.Study
@@ -112,6 +113,28 @@ def _known_parameters(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
+def value_problem(spec: dict[str, Any], value: Any) -> str | None:
+    """Why ``value`` is not one the parameter ``spec`` (REST JSON) allows; None when it is."""
+    if "categoricalValueSpec" in spec:
+        allowed = [str(v) for v in spec["categoricalValueSpec"].get("values", [])]
+        if isinstance(value, str) and value in allowed:
+            return None
+        return f"{brief(value)}; accepted: one of {allowed}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return f"{brief(value)}; accepted: a number"
+    if "discreteValueSpec" in spec:
+        values = [float(v) for v in spec["discreteValueSpec"].get("values", [])]
+        return None if float(value) in values else f"{value!r}; accepted: one of {values}"
+    kind = "integerValueSpec" if "integerValueSpec" in spec else "doubleValueSpec"
+    bounds = spec.get(kind, {})
+    low, high = float(bound(bounds, "minValue")), float(bound(bounds, "maxValue"))
+    if kind == "integerValueSpec" and float(value) != int(value):
+        return f"{value!r}; accepted: a whole number from {low:g} to {high:g}"
+    if not low <= float(value) <= high:
+        return f"{value!r}; accepted: {low:g} to {high:g}"
+    return None
+
+
 class VizierService:
     def __init__(self, state: EmulatorState) -> None:
         self.state = state
@@ -159,7 +182,10 @@ class VizierService:
             return self.records.insert(STUDIES, request.parent, made)
 
     def list_studies(self, request: vs.ListStudiesRequest) -> vs.ListStudiesResponse:
-        found, token = requests.list_page(self.records, STUDIES, request)
+        requests.check_parent(request.parent)  # ListStudiesRequest has no filter
+        found, token = self.records.page(
+            STUDIES, request.parent, page_size=request.page_size, page_token=request.page_token
+        )
         return vs.ListStudiesResponse(studies=found, next_page_token=token)
 
     def lookup_study(self, request: vs.LookupStudyRequest) -> Any:
@@ -211,7 +237,7 @@ class VizierService:
         return study_spec_rest(study.study_spec)
 
     def suggest_trials(self, request: vs.SuggestTrialsRequest) -> operations_pb2.Operation:
-        study = self.study(request.parent, "parent")
+        check_study_name(request.parent, "parent")
         count = request.suggestion_count
         if not 1 <= count <= MAX_SUGGESTIONS:
             raise InputError.of(
@@ -226,6 +252,7 @@ class VizierService:
             raise InputError.of(
                 "contexts", "not emulated; accepted: none (suggestions from the whole space)"
             )
+        study = self.study(request.parent, "parent")
         started = self.state.clock.now()
         with self._lock:
             trials = self._trials(study.name)
@@ -301,6 +328,8 @@ class VizierService:
                         f"study ({', '.join(sorted(known))})",
                     )
                 )
+            elif (why := value_problem(known[parameter.parameter_id], parameter.value)) is not None:
+                problems.append(Problem(f"trial.parameters[{index}].value", why))
         if problems:
             raise InputError(problems)
         trial = Trial(parameters=request.trial.parameters, state=TrialState.REQUESTED)
