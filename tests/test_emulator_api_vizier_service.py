@@ -334,3 +334,57 @@ def test_raw_rest(emu: Any, version: str) -> None:
     assert status == 400 and "study.studySpec.metrics" in bad["error"]["message"], bad
     status, _ = rest(emu, "DELETE", f"/{version}/{study['name']}")
     assert status == 200
+
+
+def test_a_restarted_emulator_keeps_its_studies_and_suggests_alike(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import trainpool.emulator as emulator
+    from trainpool import config
+    from trainpool.vertex.clients import vizier_client
+
+    spec = {
+        "metrics": [{"metric_id": "acc", "goal": "MAXIMIZE"}],
+        "parameters": [
+            {"parameter_id": "x", "double_value_spec": {"min_value": 0, "max_value": 1}}
+        ],
+        "algorithm": "RANDOM_SEARCH",
+    }
+    answers = []
+    for _ in range(2):
+        with emulator.start(tmp_path / "root", storage=False) as running:
+            monkeypatch.setenv(config.EMULATOR_ENV, running.address)
+            client = vizier_client(LOCATION)
+            if not answers:
+                study = client.create_study(
+                    parent=PARENT, study={"display_name": "kept", "study_spec": spec}
+                )
+                first = (
+                    client.suggest_trials(
+                        request={"parent": study.name, "suggestion_count": 1, "client_id": "a"}
+                    )
+                    .result()
+                    .trials[0]
+                )
+                final = {"metrics": [{"metric_id": "acc", "value": 0.5}]}
+                client.complete_trial(request={"name": first.name, "final_measurement": final})
+            study = client.lookup_study(request={"parent": PARENT, "display_name": "kept"})
+            # a trial CreateTrial asks for must lie in its parameter's range
+            with pytest.raises(exceptions.InvalidArgument, match=r"trial.parameters\[0\].value"):
+                client.create_trial(
+                    parent=study.name, trial={"parameters": [{"parameter_id": "x", "value": 2}]}
+                )
+            trials = client.list_trials(parent=study.name).trials
+            assert [t.id for t in trials] == ["1"] and trials[0].state == TrialState.SUCCEEDED
+            got = (
+                client.suggest_trials(
+                    request={"parent": study.name, "suggestion_count": 2, "client_id": "b"}
+                )
+                .result()
+                .trials
+            )
+            answers.append([(t.id, t.parameters[0].value) for t in got])
+            for made in got:  # leave the study as the first run found it
+                client.delete_trial(name=made.name)
+    assert answers[0][0][0] == "2" and answers[1][0][0] == "4", "trial ids are never reused"
+    assert [v for _, v in answers[0]] == [v for _, v in answers[1]], "the same suggestions"
