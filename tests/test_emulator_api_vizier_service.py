@@ -41,7 +41,8 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def problem() -> vz.StudyConfig:
     statement = vz.StudyConfig()  # the SDK's ProblemStatement with to_proto()
     root = statement.search_space.root
-    root.add_float_param("lr", 1e-4, 1e-1, scale_type=vz.ScaleType.LOG)
+    # a default value: "Currently only supported by the Vertex AI Vizier service" (study.proto)
+    root.add_float_param("lr", 1e-4, 1e-1, default_value=1e-2, scale_type=vz.ScaleType.LOG)
     root.add_categorical_param("opt", ["adam", "sgd"])
     statement.metric_information.append(
         vz.MetricInformation(name="acc", goal=vz.ObjectiveMetricGoal.MAXIMIZE)
@@ -216,6 +217,27 @@ def test_bad_input_is_refused_naming_the_field(emu: Any) -> None:
             },
         )
     assert "study.studySpec.algorithm" in bad.value.message and "accepted" in bad.value.message
+    noisy = {
+        "metrics": [{"metric_id": "acc", "goal": "MAXIMIZE"}],
+        "parameters": [
+            {
+                "parameter_id": "n",
+                "integer_value_spec": {"min_value": 1, "max_value": 4, "default_value": 9},
+            }
+        ],
+        "observation_noise": "HIGH",
+    }
+    with pytest.raises(exceptions.InvalidArgument) as bad:
+        client.create_study(parent=PARENT, study={"display_name": "noisy", "study_spec": noisy})
+    assert bad.value.message.startswith(
+        "study.studySpec.parameters[n].integerValueSpec.defaultValue: 9.0; accepted: 1 to 4"
+    ), "observation_noise is a study's (Vizier only), the default out of range is refused"
+    noisy["parameters"][0]["integer_value_spec"]["default_value"] = 2
+    client.delete_study(
+        name=client.create_study(
+            parent=PARENT, study={"display_name": "noisy", "study_spec": noisy}
+        ).name
+    )
     with pytest.raises(exceptions.InvalidArgument, match="study.studySpec.parameters"):
         client.create_study(
             parent=PARENT,

@@ -90,16 +90,70 @@ def check_trial_name(name: str, field: str = "name") -> None:
         )
 
 
+VALUE_SPECS = ("doubleValueSpec", "integerValueSpec", "discreteValueSpec", "categoricalValueSpec")
+
+
+Default = tuple[dict[str, Any], str, Any]
+"""A parameter spec (without its default), the value spec's key, the default value."""
+
+
+def vizier_fields(spec: dict[str, Any]) -> tuple[dict[str, Any], list[Default]]:
+    """``spec`` without the fields that study.proto says are "Currently only supported by
+    the Vertex AI Vizier service. Not supported by HyperparameterTuningJob or
+    TrainingPipeline" (``observationNoise``, each value spec's ``defaultValue``): the tuning
+    job's rules refuse them, a study accepts them (the SDK's pyvizier sends a parameter's
+    ``default_value``). Accepted, not applied: suggestions start from the sampler's own
+    first points. Also the defaults taken out, to be checked against their parameters."""
+    defaults: list[Default] = []
+    out = {k: v for k, v in spec.items() if k != "observationNoise"}
+    if isinstance(spec.get("parameters"), list):
+        out["parameters"] = [
+            _strip_one(item, defaults) if isinstance(item, dict) else item
+            for item in spec["parameters"]
+        ]
+    return out, defaults
+
+
+def _strip_one(item: dict[str, Any], defaults: list[Default]) -> dict[str, Any]:
+    """One parameter spec without ``defaultValue`` (its conditional ones too)."""
+    item = dict(item)
+    for key in VALUE_SPECS:
+        value_spec = item.get(key)
+        if isinstance(value_spec, dict) and "defaultValue" in value_spec:
+            item[key] = {k: v for k, v in value_spec.items() if k != "defaultValue"}
+            defaults.append((item, key, value_spec["defaultValue"]))
+    conditions = item.get("conditionalParameterSpecs")
+    if isinstance(conditions, list):
+        item["conditionalParameterSpecs"] = [
+            {**c, "parameterSpec": _strip_one(c["parameterSpec"], defaults)}
+            if isinstance(c, dict) and isinstance(c.get("parameterSpec"), dict)
+            else c
+            for c in conditions
+        ]
+    return item
+
+
 def check_study_spec(study: Any) -> dict[str, Any]:
-    """The study spec as REST JSON, checked by the tuning job's rules."""
+    """The study spec as REST JSON, checked by the tuning job's rules (:func:`vizier_fields`
+    aside), then each default value against its parameter."""
     spec = study_spec_rest(study.study_spec)
     requests.check_no_nul(spec, "study.study_spec")
+    checked, defaults = vizier_fields(spec)
     try:
-        validate_study(spec, max_trial_count=1, parallel_trial_count=1)
+        validate_study(checked, max_trial_count=1, parallel_trial_count=1)
     except PlanError as err:
         raise InputError(
             [Problem(f"study.{p.field}" if p.field else "study", p.message) for p in err.problems]
         ) from err
+    problems = []
+    for item, key, default in defaults:
+        if key == "integerValueSpec" and isinstance(default, str):  # int64 in JSON: text
+            default = float(default) if default.lstrip("-").isdigit() else default
+        if (why := value_problem(item, default)) is not None:
+            where = f"study.studySpec.parameters[{item.get('parameterId')}]"
+            problems.append(Problem(f"{where}.{key}.defaultValue", why))
+    if problems:
+        raise InputError(problems)
     return spec
 
 
