@@ -410,3 +410,54 @@ def test_a_restarted_emulator_keeps_its_studies_and_suggests_alike(
                 client.delete_trial(name=made.name)
     assert answers[0][0][0] == "2" and answers[1][0][0] == "4", "trial ids are never reused"
     assert [v for _, v in answers[0]] == [v for _, v in answers[1]], "the same suggestions"
+
+
+def google_study_config() -> vz.StudyConfig:
+    """The study of the SDK's own system tests (googleapis/python-aiplatform
+    ``tests/system/aiplatform/test_vizier.py``, commit 04108e901dbd6a0145892433edb3d4ffb6661dd3)."""
+    sc = vz.StudyConfig()
+    sc.algorithm = vz.Algorithm.RANDOM_SEARCH
+    sc.metric_information.append(
+        vz.MetricInformation(name="pr-auc", goal=vz.ObjectiveMetricGoal.MAXIMIZE)
+    )
+    root = sc.search_space.select_root()
+    root.add_float_param("learning_rate", 0.00001, 1.0, scale_type=vz.ScaleType.LINEAR)
+    root.add_categorical_param("optimizer", ["adagrad", "adam", "experimental"])
+    sc.automated_stopping_config = vz.AutomatedStoppingConfig.decay_curve_stopping_config(
+        use_steps=True
+    )
+    return sc
+
+
+def test_googles_own_vizier_system_tests(emu: Any) -> None:
+    """test_vizier_lifecycle, test_vizier_study_deletion and test_vizier_trial_deletion as
+    Google wrote them against Vertex (study names of their own here)."""
+    from google.cloud.aiplatform.vizier import Trial as SdkTrial
+
+    aiplatform.init(project=PROJECT, location=LOCATION)
+    study = Study.create_or_load(display_name="google-lifecycle", problem=google_study_config())
+    trials = study.suggest(count=3, worker="halio_test_worker")
+    for trial in trials:
+        if not trial.should_stop():
+            measurement = vz.Measurement()
+            measurement.metrics["pr-auc"] = 0.4
+            trial.add_measurement(measurement=measurement)
+            trial.complete(measurement=measurement)
+    optimal_trials = study.optimal_trials()
+    for trial in study.trials():
+        assert trial.status == vz.TrialStatus.COMPLETED
+    assert optimal_trials[0].status == vz.TrialStatus.COMPLETED
+
+    study = Study.create_or_load(display_name="google-deletion", problem=google_study_config())
+    assert Study(study_id=study.name).resource_name == study.resource_name  # found before
+    study.delete()
+    with pytest.raises(exceptions.NotFound):
+        Study(study_id=study.name)
+
+    study = Study.create_or_load(display_name="google-trial", problem=google_study_config())
+    trials = study.suggest(count=1, worker="halio_test_worker")
+    found = SdkTrial(study_id=study.name, trial_name=trials[0].name)  # found before
+    assert found.resource_name == trials[0].resource_name
+    trials[0].delete()
+    with pytest.raises(exceptions.NotFound):
+        SdkTrial(study_id=study.name, trial_name=trials[0].name)

@@ -24,7 +24,8 @@ vizier_service.py`` and ``study.py``, googleapis/python-aiplatform v1.165.1, com
   service exhausts the parameter search space" (``Study.State.COMPLETED``);
 - CompleteTrial: the final measurement given, or one selected; ``trial_infeasible`` makes
   the trial INFEASIBLE with ``infeasible_reason`` ("final_measurement will be ignored");
-  a trial already SUCCEEDED or INFEASIBLE is FAILED_PRECONDITION;
+  a trial already SUCCEEDED or INFEASIBLE is FAILED_PRECONDITION (the emulator's answer:
+  Vertex does not document one; so for AddTrialMeasurement and StopTrial on such a trial);
 - CheckTrialEarlyStoppingState is a long-running operation whose response says
   ``should_stop``; a trial it stops, or one StopTrial stops, is STOPPING ("the Trial should
   stop according to the service");
