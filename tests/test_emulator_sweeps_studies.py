@@ -114,6 +114,8 @@ def test_the_stopping_rules_on_steps_and_on_elapsed_time() -> None:
     elapsed = {**SPEC, "medianAutomatedStoppingSpec": {"useElapsedDuration": True}}
     decision = studies.should_stop(elapsed, bad, completed)
     assert decision is not None and decision.at == 40, "x is the elapsed seconds"
+    stopped = {completed[0].name}  # stopped early, then completed: not compared against
+    assert studies.should_stop(median, bad, completed, stopped) is None, "2 completed of 3"
     good = trial(10, {"n": 1}, measurements=[measured(s, acc=0.95) for s in range(1, 5)])
     assert studies.should_stop(median, good, completed) is None
 

@@ -465,13 +465,13 @@ class VizierService:
             study = self.study(study_name)
             stop = trial.state == TrialState.STOPPING
             if trial.state not in FINAL and not stop:
-                decision = studies.should_stop(self._spec(study), trial, self._trials(study_name))
+                decision = studies.should_stop(
+                    self._spec(study), trial, self._trials(study_name), self._stopped(study_name)
+                )
                 if decision is not None:
                     stop = True
                     metric_id = studies.goals(self._spec(study))[0][0]
-                    self.records.update(
-                        TRIALS, trial.name, _stopping(decision.added, metric_id), stamp=False
-                    )
+                    self._stop(trial.name, _stopping(decision.added, metric_id))
         ended = self.state.clock.now()
         metadata = vs.CheckTrialEarlyStoppingStateMetatdata(
             generic_metadata=operation_types.GenericOperationMetadata(
@@ -486,8 +486,24 @@ class VizierService:
     def stop_trial(self, request: vs.StopTrialRequest) -> Any:
         with self._lock:
             trial = self._open(request.name, "name", "StopTrial stops")
-            self.records.update(TRIALS, trial.name, _stopping(None, ""), stamp=False)
+            self._stop(trial.name, _stopping(None, ""))
             return self.records.require(TRIALS, trial.name)
+
+    def _stopped_key(self, study: str) -> str:
+        return f"vizier.stopped:{study}"
+
+    def _stopped(self, study: str) -> set[str]:
+        """The study's trials the service stopped (kept beside the records: a Trial that
+        completes after STOPPING is SUCCEEDED like any other)."""
+        return set(
+            filter(None, (self.state.db.setting(self._stopped_key(study)) or "").split("\n"))
+        )
+
+    def _stop(self, trial: str, change: Any) -> None:
+        study = trial.split(f"/{TRIALS.collection}/")[0]
+        self.records.update(TRIALS, trial, change, stamp=False)
+        stopped = self._stopped(study) | {trial}
+        self.state.db.set_setting(self._stopped_key(study), "\n".join(sorted(stopped)))
 
     def list_optimal_trials(self, request: vs.ListOptimalTrialsRequest) -> Any:
         study = self.study(request.parent, "parent")

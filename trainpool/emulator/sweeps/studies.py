@@ -12,7 +12,8 @@ a study served to a client and a HyperparameterTuningJob's study decide alike:
 - early stopping: the study's ``automated_stopping_spec`` through
   :func:`trainpool.emulator.sweeps.trial_rules.stopping_rule` (median, decay curve, convex),
   a trial's measurements as its curve (``step_count``, or ``elapsed_duration`` with
-  ``use_elapsed_duration``), the SUCCEEDED trials with a final measurement as the completed;
+  ``use_elapsed_duration``), the SUCCEEDED trials with a final measurement as the completed,
+  less those the service stopped (STOPPING before they completed);
 - the final measurement when CompleteTrial names none: "the service will auto-select a
   previously reported measurement as the final-measurement" (``CompleteTrialRequest``,
   aiplatform v1 ``vizier_service.proto``), the last or the best as
@@ -31,7 +32,7 @@ Several metrics: suggestions and stopping follow the first metric, as a tuning j
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from google.cloud.aiplatform_v1.types import study as study_types
@@ -122,8 +123,13 @@ def curve(trial: Any, metric_id: str, elapsed: bool) -> Curve:
     return [(x, value) for x, value in points if value is not None]
 
 
-def should_stop(spec: dict[str, Any], trial: Any, trials: Sequence[Any]) -> StopDecision | None:
-    """Whether the study's stopping rule stops ``trial`` now (None: no rule, or not yet)."""
+def should_stop(
+    spec: dict[str, Any], trial: Any, trials: Sequence[Any], stopped: Collection[str] = ()
+) -> StopDecision | None:
+    """Whether the study's stopping rule stops ``trial`` now (None: no rule, or not yet).
+    Trials named in ``stopped`` (stopped early, then completed) are not compared against,
+    as a sweep's are not (:mod:`trainpool.emulator.sweeps.trial_rules`: their curves end
+    short of the steps they would be compared at)."""
     rule = stopping_rule(spec)
     if rule is None:
         return None
@@ -132,7 +138,7 @@ def should_stop(spec: dict[str, Any], trial: Any, trials: Sequence[Any]) -> Stop
     for other in trials:
         final = objective(other, spec)
         points = curve(other, metric_id, rule.use_elapsed_duration)
-        if final is not None and points and other.name != trial.name:
+        if final is not None and points and other.name != trial.name and other.name not in stopped:
             completed.append(Completed(points, final))
     pending = curve(trial, metric_id, rule.use_elapsed_duration)
     if not pending:
