@@ -461,3 +461,20 @@ def test_googles_own_vizier_system_tests(emu: Any) -> None:
     trials[0].delete()
     with pytest.raises(exceptions.NotFound):
         SdkTrial(study_id=study.name, trial_name=trials[0].name)
+
+
+def test_max_num_trials_completes_the_study(emu: Any) -> None:
+    client = aiplatform_v1.VizierServiceClient()
+    spec = {
+        "metrics": [{"metric_id": "acc", "goal": "MAXIMIZE"}],
+        "parameters": [
+            {"parameter_id": "x", "double_value_spec": {"min_value": 0, "max_value": 1}}
+        ],
+        "study_stopping_config": {"max_num_trials": 2},
+    }
+    study = client.create_study(parent=PARENT, study={"display_name": "capped", "study_spec": spec})
+    got = client.suggest_trials(
+        request={"parent": study.name, "suggestion_count": 3, "client_id": "a"}
+    ).result()
+    assert len(got.trials) == 2 and got.study_state == aiplatform_v1.Study.State.COMPLETED
+    assert client.get_study(name=study.name).state == aiplatform_v1.Study.State.COMPLETED

@@ -20,8 +20,11 @@ vizier_service.py`` and ``study.py``, googleapis/python-aiplatform v1.165.1, com
   pending, and provide a new Trial if the last suggested Trial was completed": the client's
   ACTIVE trials come first, then REQUESTED trials (CreateTrial's: "requested, but it has
   not yet been suggested by the service"), then new ones. ``contexts`` are refused (not
-  emulated). A grid with no point left completes the study: "The study is done when the
-  service exhausts the parameter search space" (``Study.State.COMPLETED``);
+  emulated). A grid with no point left, or ``studyStoppingConfig.maxNumTrials`` trials
+  made ("If there are more than this many trials, stop the study"), completes the study:
+  "The study is done when the service exhausts the parameter search space or
+  max_trial_count is reached" (``Study.State.COMPLETED``); the other stopping-config
+  fields are accepted, not applied;
 - CompleteTrial: the final measurement given, or one selected; ``trial_infeasible`` makes
   the trial INFEASIBLE with ``infeasible_reason`` ("final_measurement will be ignored");
   a trial already SUCCEEDED or INFEASIBLE is FAILED_PRECONDITION (the emulator's answer:
@@ -323,7 +326,8 @@ class VizierService:
                 chosen.append(self._activate(requested, request.client_id))
             spec = self._spec(study)
             wanted = count - len(chosen)
-            fresh = studies.suggest(spec, study.name, trials, wanted) if wanted else []
+            room = studies.room(spec, len(trials))
+            fresh = studies.suggest(spec, study.name, trials, min(wanted, room)) if wanted else []
             for params in fresh:
                 trial = Trial(
                     state=TrialState.ACTIVE,

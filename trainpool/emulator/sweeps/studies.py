@@ -97,6 +97,17 @@ def suggest(
     return found
 
 
+def room(spec: dict[str, Any], held: int) -> int:
+    """How many more trials the study may have: ``studyStoppingConfig.maxNumTrials`` ("If
+    there are more than this many trials, stop the study", ``StudySpec.StudyStoppingConfig``)
+    less the ``held`` ones; unbounded without it."""
+    config = spec.get("studyStoppingConfig")
+    limit = config.get("maxNumTrials") if isinstance(config, dict) else None
+    if limit is None:
+        return 1 << 31
+    return max(0, int(limit) - held)
+
+
 def final_measurement(spec: dict[str, Any], trial: Any) -> Any | None:
     """The measurement CompleteTrial selects when the request has none (module docstring)."""
     metric_id, goal = goals(spec)[0]
