@@ -30,6 +30,7 @@ from google.cloud.aiplatform_v1.types import model_service as ms
 from google.cloud.aiplatform_v1.types import persistent_resource_service as prs
 from google.cloud.aiplatform_v1.types import pipeline_service as ps
 from google.cloud.aiplatform_v1.types import schedule_service as ss
+from google.cloud.aiplatform_v1.types import vizier_service as vs
 from google.protobuf import json_format, struct_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,7 +43,13 @@ from trainpool.errors import InputError
 from trainpool.plan import PlanError, plan_cluster
 from trainpool.plan.label_rules import label_problems
 from trainpool.spec.safe_load import MAX_BYTES
-from trainpool.vertex.clients import job_client, model_client, pipeline_client, schedule_client
+from trainpool.vertex.clients import (
+    job_client,
+    model_client,
+    pipeline_client,
+    schedule_client,
+    vizier_client,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -322,6 +329,38 @@ BASES: dict[str, tuple[str, str, Any, dict[str, Any]]] = {
             },
         },
     ),
+    "study": (
+        "vizier",
+        "create_study",
+        vs.CreateStudyRequest,
+        {
+            "parent": PARENT,
+            "study": {
+                "display_name": "hostile",
+                "study_spec": {
+                    "metrics": [{"metric_id": "m", "goal": 1}],
+                    "parameters": [
+                        {
+                            "parameter_id": "x",
+                            "double_value_spec": {"min_value": 0.1, "max_value": 1.0},
+                        }
+                    ],
+                },
+            },
+        },
+    ),
+    "suggest_trials": (
+        "vizier",
+        "suggest_trials",
+        vs.SuggestTrialsRequest,
+        {"parent": f"{PARENT}/studies/1", "suggestion_count": 1, "client_id": "w"},
+    ),
+    "get_trial": (
+        "vizier",
+        "get_trial",
+        vs.GetTrialRequest,
+        {"name": f"{PARENT}/studies/1/trials/1"},
+    ),
     "list_custom_jobs": ("job", "list_custom_jobs", js.ListCustomJobsRequest, {"parent": PARENT}),
     "get_custom_job": (
         "job",
@@ -378,6 +417,7 @@ class Api:
             "model": model_client("us-central1"),
             "schedule": schedule_client("us-central1"),
             "persistent": persistent_client(address),
+            "vizier": vizier_client("us-central1"),
         }
 
     def held(self) -> dict[str, list[str]]:
@@ -392,6 +432,7 @@ class Api:
             "persistent resources": [
                 r.name for r in self.clients["persistent"].list_persistent_resources(parent=PARENT)
             ],
+            "studies": [s.name for s in self.clients["vizier"].list_studies(parent=PARENT)],
         }
 
 
@@ -437,6 +478,10 @@ def rest_clients(emu: emulator.Emulator) -> dict[str, Any]:
         "persistent": (
             aiplatform_v1.PersistentResourceServiceClient,
             services.persistent_resource_service.transports.rest.PersistentResourceServiceRestTransport,
+        ),
+        "vizier": (
+            aiplatform_v1.VizierServiceClient,
+            services.vizier_service.transports.rest.VizierServiceRestTransport,
         ),
     }
     return {

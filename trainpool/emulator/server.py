@@ -37,6 +37,7 @@ from trainpool.emulator.api import (
     schedule_service,
     service_usage,
     tensorboard_service,
+    vizier_service,
 )
 from trainpool.emulator.api.rpc import Service, close_log, open_log
 from trainpool.emulator.api.unserved import Unserved
@@ -63,6 +64,7 @@ SERVICES: tuple[ModuleType, ...] = (
     metadata_service,
     tensorboard_service,
     persistent_resource_service,
+    vizier_service,
     operations_service,
     logging_service,
     cloud_build,

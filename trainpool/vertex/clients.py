@@ -91,6 +91,16 @@ def schedule_client(location: str) -> Any:
     return _make(ScheduleServiceClient, ScheduleServiceGrpcTransport, location)
 
 
+def vizier_client(location: str) -> Any:
+    """A ``VizierServiceClient`` for ``location`` (or the emulator)."""
+    from google.cloud.aiplatform_v1 import VizierServiceClient
+    from google.cloud.aiplatform_v1.services.vizier_service.transports import (
+        VizierServiceGrpcTransport,
+    )
+
+    return _make(VizierServiceClient, VizierServiceGrpcTransport, location)
+
+
 def tensorboard_client(location: str) -> Any:
     """A ``TensorboardServiceClient`` for ``location`` (or the emulator)."""
     from google.cloud.aiplatform_v1 import TensorboardServiceClient

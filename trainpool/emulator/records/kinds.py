@@ -18,6 +18,7 @@ from google.cloud.aiplatform_v1.types import model as model_types
 from google.cloud.aiplatform_v1.types import persistent_resource as pr
 from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google.cloud.aiplatform_v1.types import schedule as sc
+from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types import tensorboard as tb
 from google.cloud.aiplatform_v1.types import tensorboard_experiment as tbe
 from google.cloud.aiplatform_v1.types import tensorboard_run as tbr
@@ -129,6 +130,8 @@ TENSORBOARDS = Kind("tensorboards", tb.Tensorboard, "Tensorboard")
 TENSORBOARD_EXPERIMENTS = Kind("experiments", tbe.TensorboardExperiment, "TensorboardExperiment")
 TENSORBOARD_RUNS = Kind("runs", tbr.TensorboardRun, "TensorboardRun")
 TENSORBOARD_TIME_SERIES = Kind("timeSeries", tbts.TensorboardTimeSeries, "TensorboardTimeSeries")
+STUDIES = Kind("studies", study_types.Study, "Study", study_types.Study.State)
+TRIALS = Kind("trials", study_types.Trial, "Trial", study_types.Trial.State)
 
 KINDS = {
     kind.collection: kind
@@ -150,6 +153,8 @@ KINDS = {
         TENSORBOARD_EXPERIMENTS,
         TENSORBOARD_RUNS,
         TENSORBOARD_TIME_SERIES,
+        STUDIES,
+        TRIALS,
     )
 }
 

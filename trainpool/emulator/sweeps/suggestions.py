@@ -151,3 +151,47 @@ class Search:
             self._study.tell(trial, state=optuna.trial.TrialState.FAIL)
         else:
             self._study.tell(trial, value)
+
+    def replay(self, params: Params, value: float | None, finished: bool = True) -> None:
+        """A trial that already has its parameters (a Vizier study's stored trial): the
+        sampler asks it again with those values fixed (``enqueue_trial``) and is told its
+        measurement (``value`` None and ``finished``: it failed; not ``finished``: it is
+        still running, so nothing is told). The grid skips it instead: see
+        :meth:`skip_grid`."""
+        fixed: Params = {}
+        for spec in _walk(self.parameters):
+            pid = spec["parameterId"]
+            if pid not in params:
+                continue
+            scale = spec.get("scaleType", "SCALE_TYPE_UNSPECIFIED")
+            if "doubleValueSpec" in spec and scale == "UNIT_REVERSE_LOG_SCALE":
+                low = float(bound(spec["doubleValueSpec"], "minValue"))
+                high = float(bound(spec["doubleValueSpec"], "maxValue"))
+                fixed[f"{pid}/reverse"] = low + high - float(params[pid])
+            else:
+                fixed[pid] = params[pid]
+        self._study.enqueue_trial(fixed, skip_if_exists=False)
+        asked = self.ask()
+        if asked is not None and finished:
+            self.tell(asked[0], value)
+
+    def skip_grid(self, taken: list[Params]) -> None:
+        """The grid's points that ``taken`` (trials already in the study) hold are not
+        suggested again."""
+        if self._grid is None:
+            return
+        seen = [_comparable(p) for p in taken]
+        self._grid = (point for point in self._grid if _comparable(point) not in seen)
+
+
+def _walk(parameters: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every parameter spec, conditional ones included."""
+    for spec in parameters:
+        yield spec
+        for cond in spec.get("conditionalParameterSpecs", []):
+            yield from _walk([cond["parameterSpec"]])
+
+
+def _comparable(params: Params) -> dict[str, Any]:
+    """Numbers as floats (a stored INTEGER value reads back as 3.0), text as text."""
+    return {k: float(v) if isinstance(v, (int, float)) else str(v) for k, v in params.items()}
