@@ -32,7 +32,7 @@ def test_a_delay_holds_up_each_call_not_the_whole_server(
         with futures.ThreadPoolExecutor(4) as pool:
             list(pool.map(get, range(4)))
         elapsed = time.monotonic() - began
-    assert 1.0 <= elapsed < 2.5, f"4 concurrent calls took {elapsed:.1f}s: served one at a time"
+    assert 1.0 <= elapsed < 3.5, f"4 concurrent calls took {elapsed:.1f}s: served one at a time"
 
 
 def test_a_delayed_create_is_carried_out_after_the_delay_even_if_the_client_gave_up(

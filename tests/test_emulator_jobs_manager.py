@@ -182,7 +182,7 @@ def test_a_permanent_exit_fails_the_job_and_stops_everything(client: Any, root: 
     recs = records(root, ["workerpool0-0", "workerpool1-0", "workerpool1-1"])
     crashed_by = time.monotonic() + 0.5
     done = wait(client, job.name)
-    assert time.monotonic() - crashed_by < 5.0
+    assert time.monotonic() - crashed_by < 60  # the chief sleeps 600 s: it was terminated
     assert done.state == JobState.JOB_STATE_FAILED
     assert done.error.code == 3
     first_line = done.error.message.splitlines()[0]

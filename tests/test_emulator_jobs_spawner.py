@@ -50,7 +50,7 @@ def test_a_stop_sent_right_after_the_start_lands(tmp_path: Path) -> None:
         replica = spawner.start(launch(tmp_path, "sleep", "30"))
         began = time.monotonic()
         processes.terminate([replica], grace_s=5)
-        assert time.monotonic() - began < 2 and replica.exit_status() == 143
+        assert time.monotonic() - began < 4.5 and replica.exit_status() == 143  # before SIGKILL
 
 
 def test_exits_are_reported_to_listeners(tmp_path: Path) -> None:

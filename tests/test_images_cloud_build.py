@@ -248,7 +248,7 @@ def test_the_wait_has_a_deadline_and_cancels_what_it_gave_up_on(
         started = time.monotonic()
         with pytest.raises(BuildFailed, match=r"still QUEUED after 0.5s: cancelled"):
             backend.build(ctx, f"{REPO}:t")
-        assert time.monotonic() - started < 10
+        assert time.monotonic() - started < 25  # the build is held 30 s: it was not waited for
         from google.cloud import storage  # type: ignore[attr-defined]
 
         assert list(storage.Client(project=PROJECT).list_blobs(BUCKET)) == []
