@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -50,7 +51,8 @@ CA_VARIABLES = (
 
 def _write_private(path: Path, text: str) -> Path:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    staged = path.with_name(f".{path.name}.{os.getpid()}")
+    # one staging file per thread: a run's tasks may write one configuration at once
+    staged = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
