@@ -7,7 +7,7 @@ The shapes are Google's: the XGBoost training notebook's trainer copies its data
 (notebooks/official/training/hyperparameter_tuning_xgboost.ipynb in vertex-ai-samples),
 here on a 2-replica CustomJob and in a pipeline task; curl as the REST reference writes it
 (``Authorization: Bearer $(gcloud auth print-access-token)``), ``gcloud ai`` and the SDK on
-``api_transport="rest"`` inside a replica. A Google API the emulator does not serve is
+``api_transport="rest"`` inside a replica, and ``tf.io.gfile`` where TensorFlow is here. A Google API the emulator does not serve is
 refused at once, naming it. One job runs every command, gcloud's start being slow.
 """
 
@@ -40,6 +40,9 @@ needs_cli = pytest.mark.skipif(
     reason="gsutil and gcloud (Google Cloud CLI) are not installed",
 )
 CSV = "x,y\n1,2\n3,4\n"
+TF_PYTHON = Path(__file__).resolve().parents[1] / ".venv-tf" / "bin" / "python"
+"""TensorFlow's Python where this checkout has one (``bash scripts/setup``): the worker
+replica also reads with ``tf.io.gfile`` through it."""
 
 TRAINER = r"""
 import json, os, subprocess, sys, time
@@ -53,6 +56,10 @@ def sh(command):
             "s": round(time.monotonic() - started, 1)}
 seen = {"gsutil": sh("gsutil cp gs://xgb-data/data.csv .")}
 seen["csv"] = open("data.csv").read()
+if task["type"] == "workerpool1" and os.path.exists(sys.argv[2]):
+    # TensorFlow's own Cloud Storage file system (libcurl, ADC), in this replica's environment
+    seen["gfile"] = sh(f"{sys.argv[2]} -c 'import tensorflow as tf; "
+        "print(tf.io.gfile.GFile(\"gs://xgb-data/data.csv\").read(), end=\"\")'")
 seen["env"] = {k: os.environ.get(k) for k in ("CLUSTER_SPEC", "CLOUD_ML_JOB_ID",
     "AIP_MODEL_DIR", "HTTPS_PROXY", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CONFIG", "HOME")}
 if task["type"] == "workerpool0":
@@ -94,7 +101,12 @@ def test_gsutil_curl_gcloud_and_the_sdk_on_rest_inside_a_two_replica_job(
         "machine_spec": {"machine_type": "n1-standard-4"},
         "container_spec": {
             "image_uri": host_image(emu.root),
-            "command": [sys.executable, str(tmp_path / "trainer.py"), str(tmp_path)],
+            "command": [
+                sys.executable,
+                str(tmp_path / "trainer.py"),
+                str(tmp_path),
+                str(TF_PYTHON),
+            ],
         },
     }
     client = job_client("us-central1")
@@ -121,6 +133,8 @@ def test_gsutil_curl_gcloud_and_the_sdk_on_rest_inside_a_two_replica_job(
         assert env["GOOGLE_CLOUD_PROJECT"] is None
         # the replica's own gcloud configuration, outside its HOME (emptied at every start)
         assert env["CLOUDSDK_CONFIG"].startswith(str(job_dir / "gcloud"))
+    if TF_PYTHON.exists():
+        assert worker["gfile"]["rc"] == 0 and worker["gfile"]["out"] == CSV, worker["gfile"]
     assert primary["curl"]["rc"] == 0 and primary["curl"]["out"] == CSV, primary["curl"]
     unserved = json.loads(primary["unserved"]["out"])
     assert unserved["error"]["code"] == 403 and "translate" in unserved["error"]["message"]
