@@ -7,8 +7,9 @@ The shapes are Google's: the XGBoost training notebook's trainer copies its data
 (notebooks/official/training/hyperparameter_tuning_xgboost.ipynb in vertex-ai-samples),
 here on a 2-replica CustomJob and in a pipeline task; curl as the REST reference writes it
 (``Authorization: Bearer $(gcloud auth print-access-token)``), ``gcloud ai`` and the SDK on
-``api_transport="rest"`` inside a replica, and ``tf.io.gfile`` where TensorFlow is here. A Google API the emulator does not serve is
-refused at once, naming it. One job runs every command, gcloud's start being slow.
+``api_transport="rest"`` inside a replica, and ``tf.io.gfile`` where TensorFlow is here. A
+Google API the emulator does not serve is refused at once, naming it. One job runs every
+command, gcloud's start being slow.
 """
 
 import json
