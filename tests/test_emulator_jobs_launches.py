@@ -75,8 +75,14 @@ def test_a_replica_sees_none_of_the_emulators_environment(client: Any, tmp_path:
     # PYTHONPATH holds the hook that points the trainer's Google clients at the emulator
     # (jobs/vertex_access.py), nothing of the emulator's own
     assert env["PYTHONPATH"] == str(SITE)
-    assert not (set(SENTINELS) - {"CLOUDSDK_CORE_PROJECT", "PYTHONPATH"}) & set(env)
+    given = {"CLOUDSDK_CORE_PROJECT", "PYTHONPATH", "GOOGLE_APPLICATION_CREDENTIALS"}
+    assert not (set(SENTINELS) - given) & set(env)
     job_id = done.name.rsplit("/", 1)[-1]
+    # the credentials are the replica's own, whose token only the emulator takes, as under
+    # trainpool exec (jobs/vertex_access.py https_env), never the emulator's shell's
+    own = tmp_path.resolve() / "root/jobs" / job_id / "gcloud/workerpool0-0"
+    adc = own / "application_default_credentials.json"
+    assert env["GOOGLE_APPLICATION_CREDENTIALS"] == str(adc)
     assert env["HOME"] == str(tmp_path.resolve() / "root" / "jobs" / job_id / "home/workerpool0-0")
     assert env["A"] == "1" and env["LANG"] == "C.UTF-8"
     assert "CLUSTER_SPEC" in env and "CLOUD_ML_JOB_ID" in env

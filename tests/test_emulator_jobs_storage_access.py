@@ -75,7 +75,10 @@ def test_client_library_and_gcloud_reach_the_storage_door_with_no_code_change(
     assert (root / "gcs/bkt/out/from-client.txt").read_text() == "ROWS\n"
     env = seen["env"]
     assert env["STORAGE_EMULATOR_HOST"] == door
-    assert env["CLOUDSDK_CONFIG"] == f"{env['HOME']}/.config/gcloud"
+    # the replica's own gcloud configuration, pointed at the emulator's REST door and
+    # proxy as under trainpool exec (vertex_access.https_env), outside its emptied HOME
+    job_id = done.name.rsplit("/", 1)[1]
+    assert env["CLOUDSDK_CONFIG"] == str(root / "jobs" / job_id / "gcloud" / "workerpool0-0")
     assert env["CLOUDSDK_CORE_PROJECT"] == env["CLOUD_ML_PROJECT_ID"] == "demo"
     assert env["GOOGLE_CLOUD_PROJECT"] is None  # Vertex is not known to set it
 

@@ -21,7 +21,7 @@ from trainpool import config
 from trainpool.cluster_env.base_env import base_env
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
 from trainpool.images import image_store
-from trainpool.redirect import environment
+from trainpool.redirect import asked_environment
 
 LOCAL_SERVICE_VARIABLES = (
     config.EMULATOR_ENV,
@@ -45,11 +45,14 @@ def task_environ(
     host: Mapping[str, str], image_env: Mapping[str, str], home: Path, project: str = ""
 ) -> dict[str, str]:
     """The environment of a local task: a replica's start, the image's ENV, local services,
-    and Google's clients pointed at the emulator (:mod:`trainpool.redirect`), as GCPC's
-    launchers need."""
+    and Google's clients pointed at the emulator as ``trainpool exec`` points a command's
+    (:func:`trainpool.redirect.asked_environment`: the site hook GCPC's launchers need, and
+    with the emulator's REST door and HTTPS proxy, gsutil, gcloud, curl and REST clients
+    too), gcloud's and gsutil's configuration the run's own (``home/.config/gcloud``)."""
     env = base_env(home, dict(image_env))
     env.update({name: host[name] for name in LOCAL_SERVICE_VARIABLES if host.get(name)})
     address = env.get(config.EMULATOR_ENV, "")
     if address:
-        env = environment(address, project=project, base=env)
+        folder = Path(home) / ".config" / "gcloud"
+        env = asked_environment(address, project=project, base=env, config_dir=folder)
     return env

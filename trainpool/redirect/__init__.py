@@ -42,6 +42,7 @@ def environment(
     rest_address: str = "",
     home: Home | None = None,
     proxy_address: str = "",
+    config_dir: Path | None = None,
 ) -> dict[str, str]:
     """The variables that point a process's Google clients at the emulator at ``address``
     (and Cloud Storage clients at its door: ``storage_env``, what the emulator gives,
@@ -51,7 +52,12 @@ def environment(
     the store's own configuration, every API pointed at the door (:mod:`.gcloud`, written
     here), and the doors' secret as its token; Python clients that speak HTTP find the door
     in ``TRAINPOOL_REST_URL``. With its HTTPS proxy (``proxy_address``), every client that
-    speaks HTTPS to Google's own URLs reaches the emulator through it (:mod:`.https`)."""
+    speaks HTTPS to Google's own URLs reaches the emulator through it (:mod:`.https`).
+
+    gcloud's configuration, gsutil's and ADC's files are the store's (``trainpool exec``),
+    or those of ``config_dir`` for processes that keep a configuration of their own (a
+    replica, a pipeline run's tasks: ``gcloud config set`` there reaches no other); gsutil's
+    project is ``project``, else the ``CLOUDSDK_CORE_PROJECT`` already in ``base``."""
     env = dict(os.environ if base is None else base)
     paths = [str(SITE), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
@@ -62,9 +68,11 @@ def environment(
         env[REST_ENV] = rest_address
         env[TOKEN_FILE_ENV] = str(home.storage_token)
         ca_bundle = home.ca_bundle if proxy_address else None
-        env["CLOUDSDK_CONFIG"] = str(gcloud.configure(home.gcloud_config, rest_address, ca_bundle))
+        folder = config_dir or home.gcloud_config
+        env["CLOUDSDK_CONFIG"] = str(gcloud.configure(folder, rest_address, ca_bundle))
         if proxy_address:
-            env.update(https.variables(env, home, proxy_address, project))
+            boto_project = project or env.get("CLOUDSDK_CORE_PROJECT", "")
+            env.update(https.variables(env, home, proxy_address, boto_project, config_dir))
     if project:
         env.setdefault("GOOGLE_CLOUD_PROJECT", project)
         env.setdefault("CLOUDSDK_CORE_PROJECT", project)
@@ -72,7 +80,12 @@ def environment(
 
 
 def served_environment(
-    address: str, served: Served, *, project: str = "", base: Mapping[str, str] | None = None
+    address: str,
+    served: Served,
+    *,
+    project: str = "",
+    base: Mapping[str, str] | None = None,
+    config_dir: Path | None = None,
 ) -> dict[str, str]:
     """:func:`environment` for every door the emulator at ``address`` says it serves
     (``served``: :func:`trainpool.emulator_client.served_by`, or a running emulator's
@@ -85,7 +98,27 @@ def served_environment(
         rest_address=served.rest_address,
         home=served.home,
         proxy_address=served.proxy_address,
+        config_dir=config_dir,
     )
+
+
+def asked_environment(
+    address: str,
+    *,
+    project: str = "",
+    base: Mapping[str, str] | None = None,
+    config_dir: Path | None = None,
+) -> dict[str, str]:
+    """:func:`served_environment` for the emulator at ``address``, asked what it serves
+    (:func:`trainpool.emulator_client.served_by`); when it does not answer, its gRPC door
+    alone (:func:`environment`), as before it said."""
+    from trainpool.emulator_client import served_by
+
+    try:
+        served = served_by(address, timeout_s=5.0)
+    except OSError:
+        return environment(address, project=project, base=base)
+    return served_environment(address, served, project=project, base=base, config_dir=config_dir)
 
 
 def point_here(address: str | None = None, *, project: str = "") -> None:

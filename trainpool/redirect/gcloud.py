@@ -23,6 +23,7 @@ import configparser
 import csv
 import io
 import os
+import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -84,7 +85,8 @@ def configure(config_dir: Path, rest_address: str, ca_bundle: Path | None = None
 
 
 def _write_private(path: Path, text: str) -> None:
-    staged = path.with_name(f".{path.name}.{os.getpid()}")
+    # one staging file per thread: a run's tasks may write one configuration at once
+    staged = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -22,13 +22,16 @@ other host through. This module gives a command what it takes to use it:
   the ``authorized_user`` kind (google-auth, TensorFlow), so no key of the user's real
   account is used and none of the store's reaches Google.
 
-Files are written in the store (``Home.gcloud_config``, ``Home.boto_config``), 0600.
+Files are written in the store (``Home.gcloud_config``, ``Home.boto_config``), 0600, or,
+for a process with a configuration folder of its own (a replica, a pipeline run's tasks),
+in that folder (``at``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -48,7 +51,8 @@ CA_VARIABLES = (
 
 def _write_private(path: Path, text: str) -> Path:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    staged = path.with_name(f".{path.name}.{os.getpid()}")
+    # one staging file per thread: a run's tasks may write one configuration at once
+    staged = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
@@ -56,9 +60,12 @@ def _write_private(path: Path, text: str) -> Path:
     return path
 
 
-def boto_config(home: Home, proxy_address: str, secret: str, project: str) -> Path:
-    """gsutil's configuration: Cloud Storage through the proxy, the secret as its refresh
-    token, few retries (a refused call fails in seconds, not minutes)."""
+def boto_config(
+    home: Home, proxy_address: str, secret: str, project: str, path: Path | None = None
+) -> Path:
+    """gsutil's configuration (at ``path``, default the store's): Cloud Storage through the
+    proxy, the secret as its refresh token, few retries (a refused call fails in seconds,
+    not minutes)."""
     host, _, port = proxy_address.removeprefix("http://").rpartition(":")
     text = (
         "# written by trainpool exec: gsutil against the trainpool emulator\n"
@@ -78,23 +85,26 @@ def boto_config(home: Home, proxy_address: str, secret: str, project: str) -> Pa
         f"default_project_id = {project}\n"
         "prefer_api = json\n"
     )
-    return _write_private(home.boto_config, text)
+    return _write_private(path or home.boto_config, text)
 
 
-def adc(home: Home, secret: str) -> Path:
-    """Application Default Credentials whose refresh token is the secret."""
+def adc(home: Home, secret: str, folder: Path | None = None) -> Path:
+    """Application Default Credentials whose refresh token is the secret (in ``folder``,
+    default the store's gcloud configuration)."""
     credentials = dict(
         type="authorized_user", client_id=CLIENT_ID, client_secret=CLIENT_ID, refresh_token=secret
     )
     return _write_private(
-        home.gcloud_config / "application_default_credentials.json", json.dumps(credentials)
+        (folder or home.gcloud_config) / "application_default_credentials.json",
+        json.dumps(credentials),
     )
 
 
 def variables(
-    env: Mapping[str, str], home: Home, proxy_address: str, project: str
+    env: Mapping[str, str], home: Home, proxy_address: str, project: str, at: Path | None = None
 ) -> dict[str, str]:
-    """The variables that send a command's HTTPS through the proxy, over ``env``."""
+    """The variables that send a command's HTTPS through the proxy, over ``env`` (gsutil's
+    and ADC's files in the folder ``at``, default the store's)."""
     secret = home.storage_token.read_text(encoding="utf-8").strip()
     kept = [h for h in (env.get("NO_PROXY") or env.get("no_proxy") or "").split(",") if h]
     no_proxy = ",".join(dict.fromkeys([*LOOPBACK, *kept]))
@@ -103,8 +113,10 @@ def variables(
         "https_proxy": proxy_address,
         "NO_PROXY": no_proxy,
         "no_proxy": no_proxy,
-        "BOTO_CONFIG": str(boto_config(home, proxy_address, secret, project)),
-        "GOOGLE_APPLICATION_CREDENTIALS": str(adc(home, secret)),
+        "BOTO_CONFIG": str(
+            boto_config(home, proxy_address, secret, project, at and at / "boto.cfg")
+        ),
+        "GOOGLE_APPLICATION_CREDENTIALS": str(adc(home, secret, at)),
     }
     out.update({name: str(home.ca_bundle) for name in CA_VARIABLES})
     return out

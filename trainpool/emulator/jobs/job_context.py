@@ -24,3 +24,7 @@ class JobContext:
     vertex_address: str = ""
     """This emulator's address, which replicas' Vertex AI clients are pointed at
     (:mod:`.vertex_access`; "" : not pointed)."""
+    rest_address: str = ""
+    proxy_address: str = ""
+    """This emulator's REST door and HTTPS proxy, which every other client of a replica is
+    pointed at as under ``trainpool exec`` (:func:`.vertex_access.https_env`; "": none)."""

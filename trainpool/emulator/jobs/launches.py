@@ -10,7 +10,9 @@ its working directory, its HOME and its own Python, a layer over its pool's envi
 never the emulator. A replica's environment is built up as Vertex's is, later layers
 winning: :func:`trainpool.cluster_env.base_env.base_env` (the host minimum), the image's
 ``ENV``, the pool's ``env``, then Vertex's variables (:func:`trainpool.cluster_env.build_env`),
-the Cloud Storage clients' settings (:mod:`.storage_access`) and the emulator's own two
+the Cloud Storage clients' settings (:mod:`.storage_access`), the Vertex AI API's and every
+other Google client's (:mod:`.vertex_access`: the HTTPS proxy, as under ``trainpool exec``)
+and the emulator's own two
 (``TRAINPOOL_GCS_ROOT``, ``PYTHONUNBUFFERED``). Nothing else of the emulator's environment
 reaches it. Each replica sees the local store at ``/gcs/`` where the machine allows it
 (:mod:`.gcs_mount`), and read-only: the stored images and environments, its pool's Python
@@ -66,6 +68,7 @@ def plan_launches(
                 env="VERTEX_AI_EMULATOR_HOST", address=ctx.vertex_address, site=vertex_access.SITE
             )
         )
+        note(vertex_access.proxy_note(ctx))
     stores = (ctx.home.images, ctx.home.environments, *emulator_python(ctx.home.root))
     bases: dict[int, replica_python.Base] = {}
     for pool, index in layout.replicas(spec):
@@ -119,6 +122,7 @@ def plan_launches(
         )
         env.update(storage_access.storage_env(ctx.storage_env, ctx.project, home))
         env.update(vertex_access.vertex_env(ctx.vertex_address, spec, ctx.region, env))
+        env.update(vertex_access.https_env(ctx, name, env))
         env[LOCAL_ROOT_ENV] = str(gcs_root)
         env["PYTHONUNBUFFERED"] = "1"
         log = ctx.files.replica_log(name)

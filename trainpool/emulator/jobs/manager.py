@@ -130,6 +130,8 @@ class JobManager:
             trial_id,
             storage_env=self.state.storage_env(),
             vertex_address=self.state.address,
+            rest_address=self.state.rest_address,
+            proxy_address=self.state.proxy_address,
         )
 
     # processes

@@ -28,7 +28,10 @@ libraries given ``STORAGE_EMULATOR_HOST`` need no project to read and write obje
 
 ``gsutil`` is not pointed at the door: it speaks only HTTPS to a JSON API host it is
 given (gsutil ``gslib/gcs_json_api.py``) and ignores ``STORAGE_EMULATOR_HOST``
-(GoogleCloudPlatform/gsutil#1740); the door is plain HTTP.
+(GoogleCloudPlatform/gsutil#1740); the door is plain HTTP. It reaches the door through the
+emulator's HTTPS proxy at ``storage.googleapis.com``, as under ``trainpool exec``
+(:func:`.vertex_access.https_env`, which also moves ``CLOUDSDK_CONFIG`` to a configuration of
+the replica's own pointed at the emulator, kept outside its HOME).
 """
 
 from __future__ import annotations

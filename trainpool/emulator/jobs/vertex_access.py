@@ -21,9 +21,22 @@ from the metadata server. Locally, each replica gets (:func:`vertex_env`):
   ``AIP_TENSORBOARD_RESOURCE_NAME`` and ``AIP_TENSORBOARD_API_URI``
   (``training_utils/environment_variables.py``).
 
-REST clients in a trainer (``api_transport="rest"``) are not redirected: the HTTPS proxy
-``trainpool exec`` uses would take every HTTPS request of the replica (its ``pip install``
-too), so a replica is not given it; the job log says so.
+Every other client reaches the emulator as under ``trainpool exec`` (:func:`https_env`,
+:func:`trainpool.redirect.environment` itself, when the emulator serves its REST door and
+its HTTPS proxy): ``HTTPS_PROXY`` and the store's CA bundle (which trusts the proxy's
+authority: given to replicas and ``trainpool exec``'s commands only, never installed on
+the machine), gsutil's boto file and Application Default Credentials whose refresh token
+is the doors' secret (already the replica's, above), a gcloud configuration whose every
+API is pointed at the REST door, and ``TRAINPOOL_REST_URL``. So gsutil, gcloud (``ai``,
+``storage``, ``logging``), curl to ``https://*.googleapis.com``, the SDK and the gapic
+clients on ``api_transport="rest"``, google-cloud-storage and TensorFlow's file system
+reach the emulator; a Google API it does not serve is refused at once, naming it, and
+another Google host (the metadata server, ``*.google.com``) too (:mod:`trainpool.emulator.proxy`);
+no request reaches Google and the secret never leaves the machine. Other hosts (a package
+index) pass through the proxy, so ``pip install`` in a trainer works as before. The
+configuration is the replica's own, outside its HOME so that a restart keeps it
+(``<job>/gcloud/<replica>/``: ``CLOUDSDK_CONFIG``, ``BOTO_CONFIG``); the rest of the
+replica's environment stays Vertex's. The job log says what is given.
 """
 
 from __future__ import annotations
@@ -33,13 +46,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainpool.config import EMULATOR_ENV
-from trainpool.redirect import SITE
+from trainpool.emulator.jobs.job_context import JobContext
+from trainpool.redirect import SITE, environment
 
 NOTE = (
     "each replica reaches this emulator's Vertex AI API as a Vertex replica reaches Vertex "
     "with its service account: {env}={address} and Google's client hook ({site}) first on "
     "PYTHONPATH, so the aiplatform SDK and the gapic clients in the trainer talk to the "
-    "emulator over gRPC (not REST: no HTTPS proxy is given to replicas)"
+    "emulator over gRPC"
+)
+PROXY_NOTE = (
+    "each replica is given this emulator's HTTPS proxy ({proxy}) and the CA that trusts it "
+    "(trusted by replicas and trainpool exec only), gcloud's configuration with every API "
+    "pointed at the REST door ({rest}) and gsutil's: gsutil, gcloud, curl to Google's URLs, "
+    "the SDK and the gapic clients on REST and google-cloud-storage reach the emulator; a "
+    "Google API it does not serve is refused at once, naming it; nothing reaches Google"
+)
+NO_PROXY_NOTE = (
+    "the emulator serves no REST door and HTTPS proxy: in replicas, clients that speak HTTPS "
+    "to Google's URLs (gsutil, gcloud's other commands, curl, the SDK on REST) are not "
+    "redirected"
 )
 
 
@@ -61,3 +87,29 @@ def vertex_env(
         found["AIP_TENSORBOARD_RESOURCE_NAME"] = spec["tensorboard"]
         found["AIP_TENSORBOARD_API_URI"] = f"{region}-aiplatform.googleapis.com"
     return found
+
+
+def proxy_note(ctx: JobContext) -> str:
+    """The job log's line on the HTTPS proxy replicas are given (or not)."""
+    if ctx.rest_address and ctx.proxy_address:
+        return PROXY_NOTE.format(proxy=ctx.proxy_address, rest=ctx.rest_address)
+    return NO_PROXY_NOTE
+
+
+def https_env(ctx: JobContext, name: str, env: Mapping[str, str]) -> dict[str, str]:
+    """What ``trainpool exec`` gives a command (:func:`trainpool.redirect.environment`), as
+    the variables to add to or change in replica ``name``'s environment ``env``, its own
+    gcloud and gsutil configuration in ``<job>/gcloud/<replica>/`` (kept over restarts,
+    unlike its HOME); {} unless the emulator serves its REST door and HTTPS proxy."""
+    if not (ctx.vertex_address and ctx.rest_address and ctx.proxy_address):
+        return {}
+    given = environment(
+        ctx.vertex_address,
+        ctx.storage_env,
+        base=env,
+        rest_address=ctx.rest_address,
+        home=ctx.home,
+        proxy_address=ctx.proxy_address,
+        config_dir=ctx.files.dir / "gcloud" / name,
+    )
+    return {k: v for k, v in given.items() if env.get(k) != v}
