@@ -39,7 +39,7 @@ MODULES = PACKAGES | {
     p.stem for base in BASES[1:] for p in base.glob("*.py") if p.stem != "__init__"
 }
 """What a dotted name relative to ``trainpool`` or ``trainpool.emulator`` starts with
-(``jobs.replicas.ReplicaRun``, ``home.current``), as the internals page writes them."""
+(``jobs.replicas.JobReplicas``, ``home.current``), as the internals page writes them."""
 FILE_SUFFIXES = {"py", "lock", "log", "sock", "sqlite", "json", "yaml", "md", "txt", "csv"}
 """``clock.py``, ``emulator.sqlite``: file names, not dotted names."""
 ALONE = re.compile(r"^(bench_\w+|test_\w+)\.py$")

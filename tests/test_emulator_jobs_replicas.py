@@ -1,4 +1,4 @@
-"""ReplicaRun on real processes: nothing of a job is left running, whatever ends it.
+"""JobReplicas on real processes: nothing of a job is left running, whatever ends it.
 
 ``run_replicas`` drives one run to its end in the calling thread, as the job engine drives
 it on its pool (begin, then step whenever a replica exits or a control is set)."""
@@ -20,7 +20,7 @@ from trainpool.emulator.jobs.controls import Controls, Flag, Stop
 from trainpool.emulator.jobs.failure_rules import CODE_CANCELLED, RetryPolicy
 from trainpool.emulator.jobs.outcomes import Outcome
 from trainpool.emulator.jobs.processes import Launch, Replica
-from trainpool.emulator.jobs.replicas import ReplicaRun
+from trainpool.emulator.jobs.replicas import JobReplicas
 from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
 
 pytestmark = pytest.mark.timeout(60)
@@ -128,7 +128,7 @@ def run_replicas(
     """
     controls = Controls(cancel, preempt or Flag(), stop or Stop())  # type: ignore[arg-type]
     changed = threading.Event()
-    run = ReplicaRun(
+    run = JobReplicas(
         launches,
         controls,
         policy=policy,

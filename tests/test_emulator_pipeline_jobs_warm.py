@@ -2,7 +2,8 @@
 ones do.
 
 The launcher is GCPC's own (the installed package), run as ``python3 -u -m ...launcher`` in
-a task's sandbox (trainpool.emulator.pipeline_jobs.tasks), cold and through a waiting process;
+a task's sandbox (trainpool.emulator.pipeline_jobs.task_sandboxes), cold and through a waiting
+process;
 what the run sees of a task (its exit status, its output) must not tell them apart.
 """
 
@@ -18,7 +19,7 @@ from google_cloud_pipeline_components.v1.custom_job import CustomTrainingJobOp
 from kfp import compiler, dsl
 
 from trainpool.emulator.pipeline_jobs import warm
-from trainpool.emulator.pipeline_jobs.tasks import TaskSandboxes
+from trainpool.emulator.pipeline_jobs.task_sandboxes import TaskSandboxes
 from trainpool.home import Home
 from trainpool.kfp_local.launching import TaskStart
 from trainpool.spec.pipeline_params import load_pipeline_spec

@@ -1,10 +1,11 @@
 """``trainpool run PIPELINE.yaml --local``: a pipeline run on this machine, with its emulator,
 a live display and a summary of its jobs.
 
-The run itself is :class:`trainpool.kfp_local.execute.LocalPipelineRun` (kfp.local,
+The run itself is :class:`trainpool.kfp_local.execute.PipelineExecution` (kfp.local,
 placeholders, uploaded
 sources, the tasks' environment), each task in a sandbox of its own as the emulator's
-PipelineJobs run theirs (:class:`trainpool.emulator.pipeline_jobs.tasks.TaskSandboxes`). Around
+PipelineJobs run theirs
+(:class:`trainpool.emulator.pipeline_jobs.task_sandboxes.TaskSandboxes`). Around
 it: the emulator
 (:func:`trainpool.emulated.emulators.emulator_for`: the one ``VERTEX_AI_EMULATOR_HOST``
 names, whose store the run then uses, else the one serving the root, else one started in
@@ -30,9 +31,9 @@ from trainpool.emulated.emulators import emulator_for, store_for
 from trainpool.emulated.jobwatch import JobView, JobWatch
 from trainpool.emulated.progress import Frame
 from trainpool.emulator.api.resource_manager import PROJECT_NUMBER
-from trainpool.emulator.pipeline_jobs.tasks import TaskSandboxes
+from trainpool.emulator.pipeline_jobs.task_sandboxes import TaskSandboxes
 from trainpool.home import Home
-from trainpool.kfp_local.execute import Execution, LocalPipelineRun
+from trainpool.kfp_local.execute import Execution, PipelineExecution
 from trainpool.kfp_local.tasklog import TaskLog
 
 
@@ -44,7 +45,7 @@ class RunResult(Execution):
     root: Path | None = None
 
 
-def _watch(home: Home, run: LocalPipelineRun) -> JobWatch:
+def _watch(home: Home, run: PipelineExecution) -> JobWatch:
     """The run's jobs: in the project and location its parameters name, else the run's own
     (what GCPC's placeholders resolve to)."""
     project = run.settings.get("project")
@@ -77,7 +78,7 @@ def run_local(
     """
     chosen = Path(root) if root is not None else None
     home = store_for(chosen)
-    run = LocalPipelineRun(
+    run = PipelineExecution(
         pipeline_path,
         params,
         home,

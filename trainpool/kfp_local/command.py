@@ -41,12 +41,12 @@ def main(
 
     from pathlib import Path
 
-    from trainpool.kfp_local.execute import LocalPipelineRun
+    from trainpool.kfp_local.execute import PipelineExecution
     from trainpool.spec.pipeline_params import load_pipeline_spec, parse_params, pipeline_inputs
 
     try:
         values = parse_params(args.param, pipeline_inputs(load_pipeline_spec(args.pipeline)))
-        run = LocalPipelineRun(
+        run = PipelineExecution(
             args.pipeline,
             values,
             Home(Path(args.root)),

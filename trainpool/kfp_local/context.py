@@ -1,6 +1,6 @@
 """The run whose tasks run now: what their placeholders are filled with, where their records go.
 
-One :class:`RunContext` per run of :class:`trainpool.kfp_local.execute.LocalPipelineRun`,
+One :class:`RunContext` per run of :class:`trainpool.kfp_local.execute.PipelineExecution`,
 current while its
 tasks run (:func:`trainpool.kfp_local.containers.running`); kfp.local's task handler, resolver
 and task executor, swapped or wrapped by :mod:`trainpool.kfp_local.containers` and

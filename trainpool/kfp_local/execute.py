@@ -181,7 +181,7 @@ def _every(seconds: float, action: Callable[[], None]) -> Iterator[None]:
         thread.join(timeout=5)
 
 
-class LocalPipelineRun:
+class PipelineExecution:
     """One run of ``pipeline_path`` with ``params`` (typed again against its inputs) as
     ``project``'s run in ``location``, its outputs under ``pipeline_root`` (``gs://`` in the
     local store of ``home``), laid out under ``project_number`` and ``job_id`` as Vertex lays

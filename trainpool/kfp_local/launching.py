@@ -5,8 +5,8 @@ image: its Python, its packages (``packages_to_install`` included), its HOME and
 directory are the container's, Cloud Storage is mounted at ``/gcs``, and nothing a task
 installs outlives it. A local run (:mod:`trainpool.kfp_local.execute`) decides what a task
 runs and with which variables; a :class:`Launcher` gives the task that sandbox and runs it.
-The emulator provides one (``trainpool.emulator.pipeline_jobs.tasks``: each task in a Python of
-its own over a stand-in of its image, in a mount namespace with the store at ``/gcs``), so
+The emulator provides one (``trainpool.emulator.pipeline_jobs.task_sandboxes``: each task in a
+Python of its own over a stand-in of its image, in a mount namespace with the store at ``/gcs``), so
 this layer names only the contract.
 """
 

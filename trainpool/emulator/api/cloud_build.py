@@ -12,7 +12,7 @@ from google.longrunning import operations_pb2
 from google.protobuf import any_pb2
 
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service
-from trainpool.emulator.builds.build_runs import RUNNING, BuildRuns
+from trainpool.emulator.builds.build_runs import RUNNING, BuildRunner
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import paging
 from trainpool.emulator.records.kinds import BUILDS
@@ -53,7 +53,7 @@ def build_of(project_id: str, build_id: str, name: str) -> tuple[str, str]:
 
 def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The CloudBuild handler; builds a previous server left running end FAILURE."""
-    builds = BuildRuns(state)
+    builds = BuildRunner(state)
     builds.recover()
 
     def create(request: cb.CreateBuildRequest) -> operations_pb2.Operation:

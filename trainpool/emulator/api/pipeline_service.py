@@ -32,7 +32,7 @@ from trainpool.emulator.api.rpc import Service, already_exists, not_found, preco
 from trainpool.emulator.jobs import training_pipelines
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.pipeline_jobs import jobs
-from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineRuns, runs_of
+from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineJobRunner, runs_of
 from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import MODELS, PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists
@@ -48,7 +48,7 @@ class PipelineService:
     def __init__(
         self,
         state: EmulatorState,
-        runs: PipelineRuns,
+        runs: PipelineJobRunner,
         trainings: training_pipelines.TrainingPipelines,
     ) -> None:
         self.state = state

@@ -51,7 +51,7 @@ def build_name(project: str, build_id: str) -> str:
     return f"projects/{project}/builds/{build_id}"
 
 
-class BuildRuns:
+class BuildRunner:
     def __init__(self, state: EmulatorState) -> None:
         self.state = state
         self.records = state.records

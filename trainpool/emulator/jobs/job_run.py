@@ -3,7 +3,7 @@
 QUEUED until this machine's replica quota admits it (:mod:`trainpool.emulator.jobs.quota`;
 its ``job.log`` says it waited), PENDING while its replicas are planned (on the engine's
 setup pool: packages are installed there) and started, RUNNING once every replica has
-started, then its outcome (:class:`trainpool.emulator.jobs.replicas.ReplicaRun`'s rules).
+started, then its outcome (:class:`trainpool.emulator.jobs.replicas.JobReplicas`'s rules).
 Every step runs on the engine's pool through the job's :class:`Serial`, when something
 happened: the quota admitted it, a replica exited (the spawner's reader wakes it), a control
 was set (Cancel, a stop, a preemption), or a deadline fell due (the engine's timers).
@@ -44,7 +44,7 @@ from trainpool.emulator.jobs.packages import PackageError
 from trainpool.emulator.jobs.processes import Launch, Replica
 from trainpool.emulator.jobs.programs import LaunchError
 from trainpool.emulator.jobs.quota import Quota, Ticket, replica_slots
-from trainpool.emulator.jobs.replicas import ReplicaRun
+from trainpool.emulator.jobs.replicas import JobReplicas
 from trainpool.emulator.jobs.runners import ReplicaRunner
 from trainpool.emulator.records.database import MIN_FREE_BYTES, DiskFull, is_disk_full
 from trainpool.emulator.tensorboards import uploads
@@ -98,7 +98,7 @@ def store_full(root: Path) -> DiskFull | None:
     return DiskFull(root, f"{free} bytes free when a replica failed")
 
 
-class JobRun:
+class JobLifecycle:
     """One job's life; see the module. ``start()`` once, from any thread."""
 
     def __init__(
@@ -120,7 +120,7 @@ class JobRun:
         self.note = JobLog(ctx.files.log)
         self.phase = "queued"
         self.ticket: Ticket | None = None
-        self.run: ReplicaRun | None = None
+        self.run: JobReplicas | None = None
         self.timer: Timer | None = None
         self.waited = False
         self.first: list[Replica] | None = []
@@ -192,7 +192,7 @@ class JobRun:
         self.note(f"starting {len(planned)} replica(s): {', '.join(la.name for la in planned)}")
         scheduling = self.spec.get("scheduling", {})
         timeout = scheduling.get("timeout", "")
-        self.run = ReplicaRun(
+        self.run = JobReplicas(
             planned,
             self.controls,
             policy=RetryPolicy.from_scheduling(scheduling),

@@ -1,7 +1,7 @@
 """The job engine's front: jobs' records, their controls, the quota, recovery after a crash.
 
 :meth:`JobManager.run_custom_job` (and :meth:`JobManager.launch` for a sweep's trials) runs a job as
-a :class:`trainpool.emulator.jobs.job_run.JobRun` on the shared
+a :class:`trainpool.emulator.jobs.job_run.JobLifecycle` on the shared
 :class:`trainpool.emulator.jobs.engine.Engine`: no job has a thread of its own. Its
 :class:`Controls` (cancel, preempt, stop) are set by :meth:`JobManager.cancel`,
 :meth:`JobManager.preempt` and :meth:`JobManager.stop`. Replicas running at once are bounded by the
@@ -27,7 +27,7 @@ from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.engine import Engine
 from trainpool.emulator.jobs.failure_rules import CODE_INTERNAL
 from trainpool.emulator.jobs.job_context import JobContext
-from trainpool.emulator.jobs.job_run import JobRun
+from trainpool.emulator.jobs.job_run import JobLifecycle
 from trainpool.emulator.jobs.outcomes import Outcome
 from trainpool.emulator.jobs.processes import Replica
 from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
@@ -80,7 +80,7 @@ class JobManager:
         self.engine = Engine()
         self.quota = Quota(max_replicas or default_limit())
         self._controls: dict[str, Controls] = {}
-        self._runs: dict[str, JobRun] = {}
+        self._runs: dict[str, JobLifecycle] = {}
         self.monotonic = state.clock.monotonic
         state.clock.on_advance(lambda _: self._clock_moved())
         self._changed = threading.Condition()
@@ -174,7 +174,7 @@ class JobManager:
     ) -> None:
         """Run CustomJob ``name`` (registered) with ``spec`` in ``ctx``'s files; ``on_end``
         gets its outcome once it is recorded."""
-        run = JobRun(self, name, spec, ctx, controls, on_end)
+        run = JobLifecycle(self, name, spec, ctx, controls, on_end)
         with self._changed:
             self._runs[name] = run
         run.start()

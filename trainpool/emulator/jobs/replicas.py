@@ -22,7 +22,7 @@
   RESOURCE_EXHAUSTED, naming the disk, whatever its exit status: a replica whose own write
   found no room is the first to fail, and that failure is the disk's, not its code's.
 
-:class:`ReplicaRun` holds these rules as a state machine that nothing polls: ``begin()``
+:class:`JobReplicas` holds these rules as a state machine that nothing polls: ``begin()``
 starts the replicas, ``step()`` looks once at what happened and says the outcome (an
 :class:`~trainpool.emulator.jobs.outcomes.Outcome`) when there is one, ``next_wake()``
 says when a deadline falls due (timeout, an evaluator's grace, a test's kill). Its ``wake``
@@ -65,7 +65,7 @@ EVALUATOR_GRACE_S = 10.0
 DRIVERS = (0, 1)
 
 
-class ReplicaRun:
+class JobReplicas:
     """The replicas of one run and what has happened to them (see the module's rules).
 
     ``wake()`` is called, from any thread, when a replica exits; the caller then runs

@@ -1,6 +1,6 @@
 """A PipelineJob's lineage in Vertex ML Metadata, recorded as Vertex Pipelines records it.
 
-From the outside of the run (``PipelineRuns.on_start`` and ``on_end``), in the
+From the outside of the run (``PipelineJobRunner.on_start`` and ``on_end``), in the
 ``default`` MetadataStore of the job's location (made when missing):
 
 - at start: a ``system.Pipeline`` Context named after the pipeline (``pipelineInfo.name``;

@@ -38,7 +38,7 @@ from google.protobuf import json_format
 
 from trainpool.emulator import field_coverage
 from trainpool.emulator.api.resource_manager import DEFAULT_SERVICE_ACCOUNT
-from trainpool.emulator.pipeline_jobs.runs import PipelineRuns
+from trainpool.emulator.pipeline_jobs.runs import PipelineJobRunner
 from trainpool.emulator.records.kinds import PIPELINE_JOBS
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
@@ -55,7 +55,7 @@ def fill_defaults(state: EmulatorState, job: Any) -> None:
 
 
 def create(
-    state: EmulatorState, runs: PipelineRuns, request: Any, *, schedule_name: str = ""
+    state: EmulatorState, runs: PipelineJobRunner, request: Any, *, schedule_name: str = ""
 ) -> Any:
     """Check ``request`` (a ``CreatePipelineJobRequest`` whose ``parent`` the caller has
     checked), store its PipelineJob QUEUED (``schedule_name`` set when a Schedule creates

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from trainpool.emulator.pipeline_jobs.tasks import TaskSandboxes
+from trainpool.emulator.pipeline_jobs.task_sandboxes import TaskSandboxes
 from trainpool.kfp_local import command
 
 

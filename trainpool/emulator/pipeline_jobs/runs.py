@@ -16,7 +16,7 @@ The run's jobs carry the label ``trainpool-local-run`` = :func:`run_id` of the j
 tasks cancel their own jobs when the run is cancelled (as the launchers do on Vertex),
 and what is left with that label is cancelled here.
 
-One :class:`PipelineRuns` per server (:func:`runs_of`): the PipelineService and the
+One :class:`PipelineJobRunner` per server (:func:`runs_of`): the PipelineService and the
 schedule firer share it; ``on_finish`` hooks hear every end. The run's lineage in ML
 Metadata is recorded from the outside, through ``on_start`` and ``on_end``
 (:mod:`trainpool.emulator.metadata.pipeline_lineage`).
@@ -94,7 +94,7 @@ def failure_summary(log: Path) -> str:
     return f"{summary.strip()} (log: {log})"
 
 
-class PipelineRuns:
+class PipelineJobRunner:
     """The local runs of one emulator's PipelineJobs."""
 
     def __init__(self, state: EmulatorState, manager: JobManager) -> None:
@@ -325,12 +325,12 @@ class PipelineRuns:
             self.finish(name, 1, ENDED)
 
 
-def runs_of(state: EmulatorState, manager: JobManager) -> PipelineRuns:
-    """The one PipelineRuns of ``state``'s emulator: made on first use, recovered, stopped
+def runs_of(state: EmulatorState, manager: JobManager) -> PipelineJobRunner:
+    """The one PipelineJobRunner of ``state``'s emulator: made on first use, recovered, stopped
     with it."""
 
-    def make() -> PipelineRuns:
-        runs = PipelineRuns(state, manager)
+    def make() -> PipelineJobRunner:
+        runs = PipelineJobRunner(state, manager)
         # jobs a store kept before List filtered on times
         migrate.reindex(state.records, PIPELINE_JOBS)
         lineage = PipelineLineage(state)
@@ -341,4 +341,4 @@ def runs_of(state: EmulatorState, manager: JobManager) -> PipelineRuns:
         state.on_close(runs.terminate_all)
         return runs
 
-    return state.one(PipelineRuns, make)
+    return state.one(PipelineJobRunner, make)

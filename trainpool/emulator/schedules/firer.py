@@ -36,7 +36,7 @@ from google.cloud.aiplatform_v1.types import schedule as sc
 
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.pipeline_jobs import jobs
-from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineRuns, runs_of
+from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineJobRunner, runs_of
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, SCHEDULES, parent_of
 from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.schedules import rules
@@ -64,7 +64,7 @@ class Fired:
 class Firer:
     """Starts the runs of one emulator's schedules; its lock also guards their changes."""
 
-    def __init__(self, state: EmulatorState, runs: PipelineRuns) -> None:
+    def __init__(self, state: EmulatorState, runs: PipelineJobRunner) -> None:
         self.state = state
         self.runs = runs
         self.records = state.records

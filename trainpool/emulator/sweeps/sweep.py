@@ -1,6 +1,6 @@
 """Running a HyperparameterTuningJob: each trial a CustomJob of its own, truly in parallel.
 
-A sweep has no thread: :class:`TuningRun` acts when something happened (it started, a
+A sweep has no thread: :class:`RunningSweep` acts when something happened (it started, a
 trial's CustomJob ended, Cancel, a look at the running trials fell due), one call at a time
 on the job engine's pool. Its trials run on the engine like any CustomJob, and count
 against the machine's replica quota (a trial waits QUEUED for its slots).
@@ -84,7 +84,7 @@ def study_spec_rest(study_spec: study_types.StudySpec) -> dict[str, Any]:
     )
 
 
-class TuningRun:
+class RunningSweep:
     """The state of one running sweep; it acts through its serial queue only, so the job
     record is updated from one call at a time."""
 
@@ -320,4 +320,4 @@ class TuningRun:
 
 def run_tuning_job(manager: JobManager, name: str) -> None:
     """Start the life of stored HyperparameterTuningJob ``name`` on the job engine."""
-    TuningRun(manager, name, manager.register(name)).start()
+    RunningSweep(manager, name, manager.register(name)).start()

@@ -1,5 +1,5 @@
-"""Each pipeline task in a sandbox of its own (trainpool.emulator.pipeline_jobs.tasks, task_python,
-task_packages): its image's Python, its own installs, nothing reaching the emulator.
+"""Each pipeline task in a sandbox of its own (trainpool.emulator.pipeline_jobs.task_sandboxes,
+task_python, task_packages): its image's Python, its own installs, nothing reaching the emulator.
 
 On Vertex each task is a container started from its image; kfp's bootstrap installs the
 component's ``packages_to_install`` and kfp at its start (kfp ``dsl/component_factory.py``,
