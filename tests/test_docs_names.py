@@ -9,7 +9,8 @@ site mention, in code spans too (where `mkdocs build --strict` cannot see them),
   left alone unless their name is a package's.
 - A benchmark or test file named alone (``bench_rest.py``, ``test_layers.py``) must exist in
   ``benchmarks/`` or ``tests/``.
-- A dotted name ``trainpool.x.y`` must import, each part after the module an attribute
+- A dotted name ``trainpool.x.y`` (or ``components.x``, ``pipelines.x``, or one relative to
+  ``trainpool`` or ``trainpool.emulator``) must import, each part after the module an attribute
   (``trainpool.emulator.v1.*`` are the emulator's own gRPC services, not modules).
 Placeholders (``trainpool/x/y.py``, ``<root>``, ``*``) are not names.
 """
@@ -89,6 +90,8 @@ def problems(pages: list[Path]) -> list[str]:
         for token in tokens(page):
             if re.fullmatch(r"trainpool(\.\w+)+", token):
                 bad = missing_name(token)
+            elif re.fullmatch(r"(components|pipelines)(\.\w+)+", token):
+                bad = missing_name(token)  # the repository's own packages
             elif (
                 re.fullmatch(r"\w+(\.\w+)+", token)
                 and token.split(".")[0] in MODULES

@@ -182,3 +182,15 @@ def test_a_metadata_id_follows_the_protos_rule(
         assert "accepted: 4-128 characters of lowercase letters, digits and '-'" in (
             err.value.message
         )
+
+
+def test_list_metadata_stores_lists_the_store_experiments_use(emu: Any) -> None:
+    """ListMetadataStores (its request has no filter) answers the stores, as Vertex does."""
+    aiplatform.init(project=PROJECT, location=LOCATION, api_transport="grpc")
+    client = MetadataServiceClient()
+    parent = f"projects/{PROJECT}/locations/{LOCATION}"
+    try:
+        client.create_metadata_store(parent=parent, metadata_store_id="default").result()
+    except exceptions.AlreadyExists:
+        pass
+    assert STORE in [store.name for store in client.list_metadata_stores(parent=parent)]

@@ -4,9 +4,10 @@ Google's training notebooks create a Docker repository before their first build
 (``gcloud artifacts repositories create REPO --repository-format=docker
 --location=us-central1``); under ``trainpool exec`` that reaches this service (the REST door,
 ``artifactregistry.googleapis.com``). CreateRepository, GetRepository, ListRepositories,
-UpdateRepository and DeleteRepository are served; repositories are records of the root
-(:mod:`trainpool.emulator.records.resources`, kind :data:`REPOSITORIES`), so a restarted
-emulator keeps them. They hold nothing: images still go to the local image store
+UpdateRepository and DeleteRepository are served (:mod:`trainpool.emulator.standard_methods`,
+the repositories declared to it, kept by :class:`Repositories`); repositories are records of
+the root (:mod:`trainpool.emulator.records.resources`, kind :data:`REPOSITORIES`), so a
+restarted emulator keeps them. They hold nothing: images still go to the local image store
 (:mod:`trainpool.emulator.builds.build_runs`), whose log says when a push names a
 repository that was not created (:func:`push_problem`: on Google Cloud that push fails).
 Every other method of the API answers UNIMPLEMENTED naming it.
@@ -51,9 +52,11 @@ from google.protobuf import empty_pb2
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, already_exists, not_found, service
 from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.records.kinds import Kind
 from trainpool.emulator.records.operations import pack
 from trainpool.emulator.records.repositories import REPOSITORIES
-from trainpool.emulator.records.resources import AlreadyExists
+from trainpool.emulator.records.resources import AlreadyExists, Records
+from trainpool.emulator.standard_methods import Resource, methods
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
 
@@ -106,72 +109,60 @@ def registry_uri(name: str, format_: ar.Repository.Format) -> str:
     return f"{location}-{format_.name.lower()}.pkg.dev/{project.replace(':', '/')}/{repository_id}"
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The ArtifactRegistry handler."""
-    records = state.records
-
-    def finished(parent: str, response: Any) -> operations_pb2.Operation:
-        """A done operation of ``parent`` (``projects/P/locations/L``), kept for polling."""
-        return state.operations.save(
-            operations_pb2.Operation(
-                name=f"{parent}/operations/{state.new_id('operation')}",
-                done=True,
-                metadata=pack(ar_service.OperationMetadata()),
-                response=pack(response),
-            )
+def check_repository(repository: ar.Repository, field: str, creating: bool) -> None:
+    """A repository to create: its ``format`` (required) and labels; an update's labels are
+    checked once its mask is read (:meth:`Repositories.update`)."""
+    if not creating:
+        return
+    if repository.format_ == ar.Repository.Format.FORMAT_UNSPECIFIED:
+        formats = [f for f in ar.Repository.Format.__members__ if f != "FORMAT_UNSPECIFIED"]
+        raise InputError.of(
+            "repository.format", f"FORMAT_UNSPECIFIED; accepted: one of {', '.join(formats)}"
         )
+    requests.check_labels(repository.labels, "repository.labels")
 
-    def existing(name: str) -> ar.Repository:
-        check_name(name)
-        found = records.get(REPOSITORIES, name)
+
+class Repositories:
+    """The repositories, records of the root, as the standard methods call them."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self.state = state
+        self.records: Records = state.records
+
+    def create(self, kind: Kind, parent: str, resource_id: str, resource: Any, field: str) -> Any:
+        resource.name = f"{parent}/repositories/{resource_id}"
+        if resource.mode == ar.Repository.Mode.MODE_UNSPECIFIED:
+            resource.mode = ar.Repository.Mode(ar.Repository.Mode.STANDARD_REPOSITORY)
+        now = self.state.clock.now()
+        resource.create_time = now
+        resource.update_time = now
+        resource.size_bytes = 0
+        resource.registry_uri = registry_uri(resource.name, resource.format_)
+        try:
+            self.records.insert(REPOSITORIES, parent, resource)
+        except AlreadyExists:
+            raise already_exists(ALREADY_EXISTS) from None
+        return resource
+
+    def require(self, kind: Kind, name: str) -> Any:
+        found = self.records.get(REPOSITORIES, name)
         if found is None:
             raise not_found(f"{NOT_FOUND}: repository {name}")
         return found
 
-    def create(request: ar.CreateRepositoryRequest) -> operations_pb2.Operation:
-        check_parent(request.parent)
-        check_repository_id(request.repository_id)
-        repository = request.repository
-        if repository.format_ == ar.Repository.Format.FORMAT_UNSPECIFIED:
-            formats = [f for f in ar.Repository.Format.__members__ if f != "FORMAT_UNSPECIFIED"]
-            raise InputError.of(
-                "repository.format", f"FORMAT_UNSPECIFIED; accepted: one of {', '.join(formats)}"
-            )
-        requests.check_labels(repository.labels, "repository.labels")
-        repository.name = f"{request.parent}/repositories/{request.repository_id}"
-        if repository.mode == ar.Repository.Mode.MODE_UNSPECIFIED:
-            repository.mode = ar.Repository.Mode(ar.Repository.Mode.STANDARD_REPOSITORY)
-        now = state.clock.now()
-        repository.create_time = now
-        repository.update_time = now
-        repository.size_bytes = 0
-        repository.registry_uri = registry_uri(repository.name, repository.format_)
-        try:
-            records.insert(REPOSITORIES, request.parent, repository)
-        except AlreadyExists:
-            raise already_exists(ALREADY_EXISTS) from None
-        return finished(request.parent, repository)
-
-    def get(request: ar.GetRepositoryRequest) -> ar.Repository:
-        return existing(request.name)
-
-    def list_repositories(request: ar.ListRepositoriesRequest) -> ar.ListRepositoriesResponse:
-        check_parent(request.parent)
+    def page(self, kind: Kind, parent: str, **query: Any) -> tuple[list[Any], str]:
         for field, verb in (("filter", "filter"), ("order_by", "order")):
-            if getattr(request, field):
+            value = query.pop(field)
+            if value:
                 raise InputError.of(
                     field,
-                    f"{brief(getattr(request, field))}: the emulator does not {verb} "
-                    "repositories (gcloud then does it itself); accepted: ''",
+                    f"{brief(value)}: the emulator does not {verb} repositories (gcloud then "
+                    "does it itself); accepted: ''",
                 )
-        found, token = records.page(
-            REPOSITORIES, request.parent, page_size=request.page_size, page_token=request.page_token
-        )
-        return ar.ListRepositoriesResponse(repositories=found, next_page_token=token)
+        return self.records.page(REPOSITORIES, parent, **query)
 
-    def update(request: ar.UpdateRepositoryRequest) -> ar.Repository:
-        given = request.repository
-        existing(given.name)
+    def update(self, kind: Kind, given: Any, request: Any) -> Any:
+        self.require(kind, given.name)
         paths = list(request.update_mask.paths)
         if not paths:
             paths = [p for p in UPDATABLE if getattr(given, p)]
@@ -192,24 +183,37 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
                 record.labels.clear()
                 record.labels.update(dict(given.labels))
 
-        return records.update(REPOSITORIES, given.name, change)
+        return self.records.update(REPOSITORIES, given.name, change)
 
-    def delete(request: ar.DeleteRepositoryRequest) -> operations_pb2.Operation:
-        found = existing(request.name)
-        records.delete(REPOSITORIES, found.name)
-        return finished(found.name.rsplit("/repositories/", 1)[0], empty_pb2.Empty())
+    def delete(self, kind: Kind, request: Any) -> None:
+        found = self.require(kind, request.name)
+        self.records.delete(REPOSITORIES, found.name)
 
-    return service(
-        SERVICE,
-        {
-            "CreateRepository": (create, ar.CreateRepositoryRequest, operations_pb2.Operation),
-            "GetRepository": (get, ar.GetRepositoryRequest, ar.Repository),
-            "ListRepositories": (
-                list_repositories,
-                ar.ListRepositoriesRequest,
-                ar.ListRepositoriesResponse,
-            ),
-            "UpdateRepository": (update, ar.UpdateRepositoryRequest, ar.Repository),
-            "DeleteRepository": (delete, ar.DeleteRepositoryRequest, operations_pb2.Operation),
-        },
+
+def handler(state: EmulatorState, manager: JobManager) -> Service:
+    """The ArtifactRegistry handler."""
+
+    def finished(name: str, response: Any) -> operations_pb2.Operation:
+        """A done operation of the repository ``name``'s location (``projects/P/locations/
+        L/operations/ID``), kept for polling; ``response`` None: ``Empty``."""
+        return state.operations.save(
+            operations_pb2.Operation(
+                name=f"{name.rsplit('/repositories/', 1)[0]}/operations/"
+                f"{state.new_id('operation')}",
+                done=True,
+                metadata=pack(ar_service.OperationMetadata()),
+                response=pack(empty_pb2.Empty() if response is None else response),
+            )
+        )
+
+    repositories = Resource(
+        REPOSITORIES,
+        Repositories(state),
+        check_parent,
+        lambda name, field: check_name(name),
+        check_repository,
+        resource_id=check_repository_id,
+        operations=("Create", "Delete"),
+        plural="Repositories",
     )
+    return service(SERVICE, methods(ar, finished, repositories))

@@ -7,7 +7,9 @@ call, kept by :mod:`trainpool.emulator.metadata.store` (links and events:
 :mod:`~trainpool.emulator.metadata.links`; lineage:
 :mod:`~trainpool.emulator.metadata.subgraphs`); PipelineJobs record their lineage here too
 (:mod:`trainpool.emulator.metadata.pipeline_lineage`). Long-running methods
-(Create/DeleteMetadataStore, Delete*, Purge*) answer a finished Operation. The methods on
+(Create/DeleteMetadataStore, Delete*, Purge*) answer a finished Operation. Create, Get,
+List, Update and Delete are :mod:`trainpool.emulator.standard_methods`, given the resources
+:func:`resources` declares. The methods on
 links and lineage are :mod:`trainpool.emulator.api.metadata_links`; the names every method
 checks, :mod:`trainpool.emulator.api.metadata_names`.
 """
@@ -16,12 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.cloud.aiplatform_v1.types import artifact as artifact_types
-from google.cloud.aiplatform_v1.types import context as context_types
-from google.cloud.aiplatform_v1.types import execution as execution_types
-from google.cloud.aiplatform_v1.types import metadata_schema as schema_types
 from google.cloud.aiplatform_v1.types import metadata_service as ms
-from google.cloud.aiplatform_v1.types import metadata_store as store_types
 from google.longrunning import operations_pb2
 
 from trainpool.emulator.api import requests
@@ -29,7 +26,7 @@ from trainpool.emulator.api.metadata_links import link_methods
 from trainpool.emulator.api.metadata_names import check_node, check_store
 from trainpool.emulator.api.rpc import Service, service
 from trainpool.emulator.jobs.manager import JobManager
-from trainpool.emulator.metadata.store import metadata_of
+from trainpool.emulator.metadata.store import MetadataRecords, metadata_of
 from trainpool.emulator.records.kinds import (
     ARTIFACTS,
     CONTEXTS,
@@ -38,93 +35,112 @@ from trainpool.emulator.records.kinds import (
     METADATA_STORES,
     Kind,
 )
+from trainpool.emulator.standard_methods import Resource, methods
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
 
 SERVICE = "google.cloud.aiplatform.v1.MetadataService"
 
 
+class _Nodes:
+    """:class:`MetadataRecords`' Contexts, Artifacts, Executions and MetadataSchemas as the
+    standard methods call them: an update reads ``update_mask`` and ``allow_missing``, a
+    delete its ``etag``."""
+
+    def __init__(self, store: MetadataRecords) -> None:
+        self.store = store
+        self.create = store.create
+        self.require = store.require
+
+    def page(self, kind: Kind, parent: str, **query: Any) -> tuple[list[Any], str]:
+        page = self.store.page(kind, parent, **query)
+        return page.items, page.next_token
+
+    def update(self, kind: Kind, resource: Any, request: Any) -> Any:
+        mask = type(request).pb(request).update_mask if "update_mask" in request else None
+        return self.store.update(kind, resource, mask, request.allow_missing)
+
+    def delete(self, kind: Kind, request: Any) -> None:
+        self.store.delete(kind, request.name, request.etag)
+
+
+class _Stores:
+    """The MetadataStores themselves, as the standard methods call them."""
+
+    def __init__(self, state: EmulatorState, store: MetadataRecords) -> None:
+        self.state = state
+        self.store = store
+
+    def create(self, kind: Kind, parent: str, resource_id: str, resource: Any, field: str) -> Any:
+        return self.store.create_store(parent, resource_id, resource)
+
+    def require(self, kind: Kind, name: str) -> Any:
+        return self.store.require_store(name)
+
+    def page(self, kind: Kind, parent: str, **query: Any) -> tuple[list[Any], str]:
+        return self.state.records.page(kind, parent, **query)
+
+    def update(self, kind: Kind, resource: Any, request: Any) -> Any:
+        raise NotImplementedError("MetadataStores are not updated (no UpdateMetadataStore)")
+
+    def delete(self, kind: Kind, request: Any) -> None:
+        self.store.delete_store(request.name)
+
+
+def checked(resource: Any, field: str, creating: bool) -> None:
+    """A Context's, Artifact's or Execution's display name, labels and text."""
+    requests.check_display_name(resource.display_name, f"{field}.display_name", required=False)
+    requests.check_labels(resource.labels, f"{field}.labels")
+    requests.check_no_nul(type(resource).to_dict(resource), field)
+
+
+def schema_checked(schema: Any, field: str, creating: bool) -> None:
+    if not schema.schema.strip():
+        raise InputError.of(f"{field}.schema", "is empty; accepted: an OpenAPI 3.0 YAML object")
+
+
+def resources(state: EmulatorState, store: MetadataRecords) -> tuple[Resource, ...]:
+    """The Metadata resources, declared to :mod:`trainpool.emulator.standard_methods`."""
+    nodes = _Nodes(store)
+
+    def node(kind: Kind) -> Resource:
+        return Resource(
+            kind,
+            nodes,
+            check_store,
+            lambda name, field: check_node(name, kind, field),
+            checked,
+            operations=("Delete",),
+        )
+
+    return (
+        Resource(
+            METADATA_STORES,
+            _Stores(state, store),
+            requests.check_parent,
+            check_store,
+            verbs=("Create", "Get", "List", "Delete"),
+            operations=("Create", "Delete"),
+            queries=(),  # ListMetadataStoresRequest has no filter
+        ),
+        node(ARTIFACTS),
+        node(CONTEXTS),
+        node(EXECUTIONS),
+        Resource(
+            METADATA_SCHEMAS,
+            nodes,
+            check_store,
+            lambda name, field: check_node(name, METADATA_SCHEMAS, field),
+            schema_checked,
+            verbs=("Create", "Get", "List"),
+            queries=(),
+        ),
+    )
+
+
 def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The MetadataService handler."""
     store = metadata_of(state)
-
-    def checked(resource: Any, field: str) -> None:
-        requests.check_display_name(resource.display_name, f"{field}.display_name", required=False)
-        requests.check_labels(resource.labels, f"{field}.labels")
-        requests.check_no_nul(type(resource).to_dict(resource), field)
-
-    # -- stores -----------------------------------------------------------------------------
-    def create_store(request: ms.CreateMetadataStoreRequest) -> operations_pb2.Operation:
-        requests.check_parent(request.parent)
-        created = store.create_store(
-            request.parent, request.metadata_store_id, request.metadata_store
-        )
-        return state.finished(created.name, created)
-
-    def get_store(request: ms.GetMetadataStoreRequest) -> Any:
-        check_store(request.name, "name")
-        return store.require_store(request.name)
-
-    def list_stores(request: ms.ListMetadataStoresRequest) -> ms.ListMetadataStoresResponse:
-        found, token = requests.list_page(state.records, METADATA_STORES, request)
-        return ms.ListMetadataStoresResponse(metadata_stores=found, next_page_token=token)
-
-    def delete_store(request: ms.DeleteMetadataStoreRequest) -> operations_pb2.Operation:
-        check_store(request.name, "name")
-        store.delete_store(request.name)
-        return state.finished(request.name)
-
-    # -- artifacts, contexts, executions ----------------------------------------------------
-    def creator(kind: Kind, field: str, id_field: str) -> Any:
-        def create(request: Any) -> Any:
-            check_store(request.parent)
-            resource = getattr(request, field)
-            checked(resource, field)
-            return store.create(
-                kind, request.parent, getattr(request, id_field), resource, id_field
-            )
-
-        return create
-
-    def getter(kind: Kind) -> Any:
-        def get(request: Any) -> Any:
-            check_node(request.name, kind)
-            return store.require(kind, request.name)
-
-        return get
-
-    def lister(kind: Kind, response_type: Any, field: str) -> Any:
-        def list_nodes(request: Any) -> Any:
-            check_store(request.parent)
-            page = store.page(
-                kind,
-                request.parent,
-                filter=request.filter,
-                page_size=request.page_size,
-                page_token=request.page_token,
-                order_by=getattr(request, "order_by", ""),
-            )
-            return response_type(**{field: page.items, "next_page_token": page.next_token})
-
-        return list_nodes
-
-    def updater(kind: Kind, field: str) -> Any:
-        def update(request: Any) -> Any:
-            resource = getattr(request, field)
-            check_node(resource.name, kind, f"{field}.name")
-            checked(resource, field)
-            mask = type(request).pb(request).update_mask if "update_mask" in request else None
-            return store.update(kind, resource, mask, request.allow_missing)
-
-        return update
-
-    def deleter(kind: Kind) -> Any:
-        def delete(request: Any) -> operations_pb2.Operation:
-            check_node(request.name, kind)
-            store.delete(kind, request.name, request.etag)
-            return state.finished(request.name)
-
-        return delete
 
     def purger(kind: Kind, response_type: Any) -> Any:
         def purge(request: Any) -> operations_pb2.Operation:
@@ -137,126 +153,25 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
 
         return purge
 
-    # -- schemas ----------------------------------------------------------------------------
-    def create_schema(request: ms.CreateMetadataSchemaRequest) -> Any:
-        check_store(request.parent)
-        schema = request.metadata_schema
-        if not schema.schema.strip():
-            raise InputError.of(
-                "metadata_schema.schema", "is empty; accepted: an OpenAPI 3.0 YAML object"
-            )
-        return store.create(
-            METADATA_SCHEMAS,
-            request.parent,
-            request.metadata_schema_id,
-            schema,
-            "metadata_schema_id",
-        )
-
-    def list_schemas(request: ms.ListMetadataSchemasRequest) -> ms.ListMetadataSchemasResponse:
-        check_store(request.parent)
-        page = store.page(
-            METADATA_SCHEMAS,
-            request.parent,
-            page_size=request.page_size,
-            page_token=request.page_token,
-        )
-        return ms.ListMetadataSchemasResponse(
-            metadata_schemas=page.items, next_page_token=page.next_token
-        )
-
     op = operations_pb2.Operation
     return service(
         SERVICE,
         {
-            "CreateMetadataStore": (create_store, ms.CreateMetadataStoreRequest, op),
-            "GetMetadataStore": (get_store, ms.GetMetadataStoreRequest, store_types.MetadataStore),
-            "ListMetadataStores": (
-                list_stores,
-                ms.ListMetadataStoresRequest,
-                ms.ListMetadataStoresResponse,
-            ),
-            "DeleteMetadataStore": (delete_store, ms.DeleteMetadataStoreRequest, op),
-            "CreateArtifact": (
-                creator(ARTIFACTS, "artifact", "artifact_id"),
-                ms.CreateArtifactRequest,
-                artifact_types.Artifact,
-            ),
-            "GetArtifact": (getter(ARTIFACTS), ms.GetArtifactRequest, artifact_types.Artifact),
-            "ListArtifacts": (
-                lister(ARTIFACTS, ms.ListArtifactsResponse, "artifacts"),
-                ms.ListArtifactsRequest,
-                ms.ListArtifactsResponse,
-            ),
-            "UpdateArtifact": (
-                updater(ARTIFACTS, "artifact"),
-                ms.UpdateArtifactRequest,
-                artifact_types.Artifact,
-            ),
-            "DeleteArtifact": (deleter(ARTIFACTS), ms.DeleteArtifactRequest, op),
+            **methods(ms, state.finished, *resources(state, store)),
             "PurgeArtifacts": (
                 purger(ARTIFACTS, ms.PurgeArtifactsResponse),
                 ms.PurgeArtifactsRequest,
                 op,
             ),
-            "CreateContext": (
-                creator(CONTEXTS, "context", "context_id"),
-                ms.CreateContextRequest,
-                context_types.Context,
-            ),
-            "GetContext": (getter(CONTEXTS), ms.GetContextRequest, context_types.Context),
-            "ListContexts": (
-                lister(CONTEXTS, ms.ListContextsResponse, "contexts"),
-                ms.ListContextsRequest,
-                ms.ListContextsResponse,
-            ),
-            "UpdateContext": (
-                updater(CONTEXTS, "context"),
-                ms.UpdateContextRequest,
-                context_types.Context,
-            ),
-            "DeleteContext": (deleter(CONTEXTS), ms.DeleteContextRequest, op),
             "PurgeContexts": (
                 purger(CONTEXTS, ms.PurgeContextsResponse),
                 ms.PurgeContextsRequest,
                 op,
             ),
-            "CreateExecution": (
-                creator(EXECUTIONS, "execution", "execution_id"),
-                ms.CreateExecutionRequest,
-                execution_types.Execution,
-            ),
-            "GetExecution": (getter(EXECUTIONS), ms.GetExecutionRequest, execution_types.Execution),
-            "ListExecutions": (
-                lister(EXECUTIONS, ms.ListExecutionsResponse, "executions"),
-                ms.ListExecutionsRequest,
-                ms.ListExecutionsResponse,
-            ),
-            "UpdateExecution": (
-                updater(EXECUTIONS, "execution"),
-                ms.UpdateExecutionRequest,
-                execution_types.Execution,
-            ),
-            "DeleteExecution": (deleter(EXECUTIONS), ms.DeleteExecutionRequest, op),
             "PurgeExecutions": (
                 purger(EXECUTIONS, ms.PurgeExecutionsResponse),
                 ms.PurgeExecutionsRequest,
                 op,
-            ),
-            "CreateMetadataSchema": (
-                create_schema,
-                ms.CreateMetadataSchemaRequest,
-                schema_types.MetadataSchema,
-            ),
-            "GetMetadataSchema": (
-                getter(METADATA_SCHEMAS),
-                ms.GetMetadataSchemaRequest,
-                schema_types.MetadataSchema,
-            ),
-            "ListMetadataSchemas": (
-                list_schemas,
-                ms.ListMetadataSchemasRequest,
-                ms.ListMetadataSchemasResponse,
             ),
             **link_methods(store),
         },

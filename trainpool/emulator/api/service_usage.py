@@ -154,33 +154,36 @@ def service_of(parent: str, service_id: str, enabled: bool) -> resources.Service
     )
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The ServiceUsage handler."""
-    enabled = EnabledServices(state.db)
+class ServiceUsage:
+    """The ServiceUsage methods of one emulator."""
 
-    def finished(resource_names: list[str], response: object) -> operations_pb2.Operation:
+    def __init__(self, state: EmulatorState) -> None:
+        self.state = state
+        self.enabled = EnabledServices(state.db)
+
+    def finished(self, resource_names: list[str], response: object) -> operations_pb2.Operation:
         """A done Operation named as Service Usage names them (``operations/...``: gcloud
         polls ``GET /v1/{name=operations/*}``), kept for GetOperation."""
-        name = f"operations/serviceusage-{state.new_id('operation')}"
+        name = f"operations/serviceusage-{self.state.new_id('operation')}"
         metadata = pack(resources.OperationMetadata(resource_names=resource_names))
         operation = operations_pb2.Operation(
             name=name, done=True, metadata=metadata, response=pack(response)
         )
-        return state.operations.save(operation)
+        return self.state.operations.save(operation)
 
-    def enable(request: su.EnableServiceRequest) -> operations_pb2.Operation:
+    def enable(self, request: su.EnableServiceRequest) -> operations_pb2.Operation:
         parent, service_id = split_name(request.name)
-        enabled.enable(parent, [service_id])
+        self.enabled.enable(parent, [service_id])
         found = service_of(parent, service_id, True)
-        return finished([found.name], su.EnableServiceResponse(service=found))
+        return self.finished([found.name], su.EnableServiceResponse(service=found))
 
-    def disable(request: su.DisableServiceRequest) -> operations_pb2.Operation:
+    def disable(self, request: su.DisableServiceRequest) -> operations_pb2.Operation:
         parent, service_id = split_name(request.name)
-        enabled.disable(parent, service_id)
+        self.enabled.disable(parent, service_id)
         found = service_of(parent, service_id, False)
-        return finished([found.name], su.DisableServiceResponse(service=found))
+        return self.finished([found.name], su.DisableServiceResponse(service=found))
 
-    def batch_enable(request: su.BatchEnableServicesRequest) -> operations_pb2.Operation:
+    def batch_enable(self, request: su.BatchEnableServicesRequest) -> operations_pb2.Operation:
         parent = check_parent(request.parent)
         ids = list(dict.fromkeys(request.service_ids))
         if not ids or len(ids) > MAX_BATCH_ENABLE:
@@ -191,15 +194,17 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             )
         for i, service_id in enumerate(ids):
             check_service_id(service_id, f"service_ids[{i}]")
-        enabled.enable(parent, ids)
+        self.enabled.enable(parent, ids)
         found = [service_of(parent, s, True) for s in ids]
-        return finished([s.name for s in found], su.BatchEnableServicesResponse(services=found))
+        return self.finished(
+            [s.name for s in found], su.BatchEnableServicesResponse(services=found)
+        )
 
-    def get(request: su.GetServiceRequest) -> resources.Service:
+    def get(self, request: su.GetServiceRequest) -> resources.Service:
         parent, service_id = split_name(request.name)
-        return service_of(parent, service_id, service_id in enabled.of(parent))
+        return service_of(parent, service_id, service_id in self.enabled.of(parent))
 
-    def batch_get(request: su.BatchGetServicesRequest) -> su.BatchGetServicesResponse:
+    def batch_get(self, request: su.BatchGetServicesRequest) -> su.BatchGetServicesResponse:
         parent = check_parent(request.parent)
         if not request.names or len(request.names) > MAX_BATCH_GET:
             raise InputError.of(
@@ -207,7 +212,7 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
                 f"{len(request.names)} names; accepted: 1 to {MAX_BATCH_GET} service names "
                 f"under {parent}",
             )
-        on = enabled.of(parent)
+        on = self.enabled.of(parent)
         found = []
         for i, name in enumerate(request.names):
             owner, service_id = split_name(name, f"names[{i}]")
@@ -216,13 +221,13 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             found.append(service_of(parent, service_id, service_id in on))
         return su.BatchGetServicesResponse(services=found)
 
-    def list_services(request: su.ListServicesRequest) -> su.ListServicesResponse:
+    def list_services(self, request: su.ListServicesRequest) -> su.ListServicesResponse:
         parent = check_parent(request.parent)
         wanted = _filter(request.filter)
         size = paging.page_size(request.page_size) if request.page_size else DEFAULT_PAGE_SIZE
         size = min(size, MAX_PAGE_SIZE)
         start = paging.page_after(request.page_token)
-        on = enabled.of(parent)
+        on = self.enabled.of(parent)
         if wanted is None:
             ids = sorted(set(TITLES) | on)
         else:
@@ -233,20 +238,23 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             services=[service_of(parent, s, s in on) for s in page], next_page_token=token
         )
 
+
+def handler(state: EmulatorState, manager: JobManager) -> Service:
+    """The ServiceUsage handler: :class:`ServiceUsage`'s methods. Not the standard methods
+    of :mod:`trainpool.emulator.standard_methods`: a project's services are not created or
+    deleted but enabled and disabled, and Get and List read a fixed catalog."""
+    usage = ServiceUsage(state)
+    op = operations_pb2.Operation
     return service(
         SERVICE,
         {
-            "EnableService": (enable, su.EnableServiceRequest, operations_pb2.Operation),
-            "DisableService": (disable, su.DisableServiceRequest, operations_pb2.Operation),
-            "BatchEnableServices": (
-                batch_enable,
-                su.BatchEnableServicesRequest,
-                operations_pb2.Operation,
-            ),
-            "GetService": (get, su.GetServiceRequest, resources.Service),
-            "ListServices": (list_services, su.ListServicesRequest, su.ListServicesResponse),
+            "EnableService": (usage.enable, su.EnableServiceRequest, op),
+            "DisableService": (usage.disable, su.DisableServiceRequest, op),
+            "BatchEnableServices": (usage.batch_enable, su.BatchEnableServicesRequest, op),
+            "GetService": (usage.get, su.GetServiceRequest, resources.Service),
+            "ListServices": (usage.list_services, su.ListServicesRequest, su.ListServicesResponse),
             "BatchGetServices": (
-                batch_get,
+                usage.batch_get,
                 su.BatchGetServicesRequest,
                 su.BatchGetServicesResponse,
             ),
