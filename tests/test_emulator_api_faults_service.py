@@ -82,7 +82,7 @@ def running(client: Any, out: Path, strategy: str = "SPOT") -> Any:
     while client.get_custom_job(name=created.name).state != JobState.JOB_STATE_RUNNING:
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    while len(list(out.glob("*.pids"))) < 3:  # every replica's program has begun
+    while len(pids(out)) < 3:  # every replica's program has begun and written its pid
         assert time.monotonic() < deadline
         time.sleep(0.05)
     return created

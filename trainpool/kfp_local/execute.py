@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import signal
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -164,7 +165,6 @@ def _not_named_like_a_component(resolved: Path) -> None:
 @contextlib.contextmanager
 def _every(seconds: float, action: Callable[[], None]) -> Iterator[None]:
     """Within the block, call ``action`` every ``seconds`` in a thread of its own."""
-    import threading
 
     stop = threading.Event()
 
@@ -282,8 +282,15 @@ class PipelineExecution:
                 stack.enter_context(around(log))
             tasks = TaskDetails(self.home.gcs, self.spec)
             if details is not None:
-                stack.callback(lambda: tasks.write(log.snapshot(), details))
-                stack.enter_context(_every(1.0, lambda: tasks.write(log.snapshot(), details)))
+                writing = threading.Lock()  # one writer of the details file at a time
+
+                def write_details() -> None:
+                    with writing:
+                        tasks.write(log.snapshot(), details)
+
+                log.on_change = write_details  # a task that began is on record at once
+                stack.callback(write_details)
+                stack.enter_context(_every(1.0, write_details))
             host = dict(os.environ)
             environs: dict[str, dict[str, str]] = {}
 

@@ -19,6 +19,7 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -57,6 +58,10 @@ class TaskLog(io.TextIOBase):
         self._ids = itertools.count(first_id)
         self.tasks: dict[int, TaskState] = {}
         self.run_dir: Path | None = None
+        self.on_change: Callable[[], None] = lambda: None
+        """Called (outside the lock) once a task has begun or changed state: the run's task
+        details are written then, so a task that started is on record even if the run is
+        killed before its next periodic write."""
 
     @staticmethod
     def plain(text: str) -> str:
@@ -102,9 +107,10 @@ class TaskLog(io.TextIOBase):
             if task is None:
                 history = [(now, "RUNNING", "")]
                 self.tasks[task_id] = TaskState(name, task_id=task_id, history=history)
-                return
-            task.state, task.ended = "RUNNING", None
-            task.history.append((now, "RUNNING", ""))
+            else:
+                task.state, task.ended = "RUNNING", None
+                task.history.append((now, "RUNNING", ""))
+        self.on_change()
 
     def retried(self, task_id: int, error: str) -> None:
         """An attempt of task ``task_id`` failed with ``error``, and the task is retried."""
@@ -124,6 +130,7 @@ class TaskLog(io.TextIOBase):
             task.history.append((now, state, ""))
             if state in FINAL:
                 task.ended = now
+        self.on_change()
 
     def say(self, task_id: int, line: str) -> None:
         """A line of task ``task_id``'s output (kept as its last lines)."""
