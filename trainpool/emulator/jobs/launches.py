@@ -51,11 +51,63 @@ def plan_launches(
     """One launch per replica of pools 0, 1, 2 (unless a Reduction Server) and 3."""
     hosts = local_hosts(spec)
     pools = layout.pool_specs(spec)
-    programs: dict[int, Program] = {}
-    launches = []
-    gcs_root = ctx.home.gcs
-    gcs_root.mkdir(parents=True, exist_ok=True)
+    ctx.home.gcs.mkdir(parents=True, exist_ok=True)
     mount = gcs_mount.mount()
+    _job_notes(spec, ctx, mount, note)
+    stores = (ctx.home.images, ctx.home.environments, *emulator_python(ctx.home.root))
+    programs: dict[int, tuple[Program, replica_python.Base]] = {}
+    launches = []
+    for pool, index in layout.replicas(spec):
+        pool_spec = pools[pool]
+        if pool == 2 and layout.is_reduction_server(pool_spec):
+            if index == 0:
+                note(
+                    f"workerpool2 is a Reduction Server ({layout.image_uri(pool_spec)}): listed in "
+                    "CLUSTER_SPEC but not started locally (its transport is an NCCL plugin)"
+                )
+            continue
+        if pool not in programs:
+            programs[pool] = _pool_program(pool, pool_spec, ctx, note)
+        program, base = programs[pool]
+        name = f"workerpool{pool}-{index}"
+        # made before any replica starts: cloudml-hypertune's check-then-makedirs of this
+        # folder races between replicas that share it (each has its own on Vertex)
+        ctx.files.metric_file(name).parent.mkdir(parents=True, exist_ok=True)
+        home = ctx.files.replica_home(name)
+        layer = replica_python.Layer(ctx.files.replica_python(name), base)
+        workdir = Workdir(ctx.files.replica_workdir(name), program.context, home, layer)
+        argv, image_env, cwd = _placed(program, workdir.root)
+        if argv and argv[0] == REPLICA_PYTHON:
+            argv[0] = str(layer.python)
+        env = replica_env(spec, pool, index, hosts, ctx, program, layer, image_env, home)
+        access = ""
+        if spec.get("enableWebAccess"):
+            access, argv = _with_web_access(ctx, name, argv)
+        read_only = (*stores, *program.read_only)
+        if program.read_only:
+            read_only += (base.root,)
+        launches.append(
+            Launch(
+                name,
+                pool,
+                argv,
+                env,
+                cwd,
+                ctx.files.replica_log(name),
+                workdir=workdir,
+                mounts=mount.mounts(ctx.home.gcs, read_only),
+                web_access=access,
+                entries=ctx.files.replica_entries(name),
+            )
+        )
+    return launches
+
+
+def _job_notes(
+    spec: dict[str, Any], ctx: JobContext, mount: gcs_mount.Mount, note: Callable[[str], None]
+) -> None:
+    """What the job log says once of every replica: /gcs, the storage door, the API, the
+    replicas' shells."""
     if mount.why:
         note(f"/gcs is not available to replicas on this machine: {mount.why}")
     elif mount.read_only_why:
@@ -69,101 +121,86 @@ def plan_launches(
             )
         )
         note(vertex_access.proxy_note(ctx))
-    stores = (ctx.home.images, ctx.home.environments, *emulator_python(ctx.home.root))
-    bases: dict[int, replica_python.Base] = {}
-    for pool, index in layout.replicas(spec):
-        pool_spec = pools[pool]
-        if pool == 2 and layout.is_reduction_server(pool_spec):
-            if index == 0:
-                note(
-                    f"workerpool2 is a Reduction Server ({layout.image_uri(pool_spec)}): listed in "
-                    "CLUSTER_SPEC but not started locally (its transport is an NCCL plugin)"
-                )
-            continue
-        if pool not in programs:
-            programs[pool] = program = program_for(pool, pool_spec, ctx, note)
-            bases[pool] = (
-                replica_python.make_base(ctx.files.pool_python(pool), program.sites)
-                if program.read_only  # the job's own packages: a base of the job's own
-                else replica_python.shared_base(ctx.home.environments / "bases", program.sites)
-            )
-            note(
-                f"workerpool{pool}: {program.python}; each replica runs in a Python of its own "
-                f"over it ({ctx.files.dir / 'python'}/<replica>/, and its HOME, fresh at every "
-                "start): what a replica installs (pip install, pip install --user) is its own"
-            )
-        program = programs[pool]
-        name = f"workerpool{pool}-{index}"
-        # made before any replica starts: cloudml-hypertune's check-then-makedirs of this
-        # folder races between replicas that share it (each has its own on Vertex)
-        ctx.files.metric_file(name).parent.mkdir(parents=True, exist_ok=True)
-        home = ctx.files.replica_home(name)
-        layer = replica_python.Layer(ctx.files.replica_python(name), bases[pool])
-        workdir = Workdir(ctx.files.replica_workdir(name), program.context, home, layer)
-        argv, image_env, cwd = _placed(program, workdir.root)
-        if argv and argv[0] == REPLICA_PYTHON:
-            argv[0] = str(layer.python)
-        env = base_env.base_env(home, image_env)
-        rest = image_env.get("PATH") or base_env.DEFAULT_PATH
-        env["PATH"] = os.pathsep.join([str(layer.bin), *program.path, rest])
-        env.update(program.pool_env)
-        env.update(
-            build_env(
-                spec,
-                pool,
-                index,
-                hosts=hosts,
-                trial_id=ctx.trial_id,
-                job_id=ctx.job_id,
-                project=ctx.project,
-                region=ctx.region,
-                metric_file=str(ctx.files.metric_file(name)),
-            )
-        )
-        env.update(storage_access.storage_env(ctx.storage_env, ctx.project, home))
-        env.update(vertex_access.vertex_env(ctx.vertex_address, spec, ctx.region, env))
-        env.update(vertex_access.https_env(ctx, name, env))
-        env[LOCAL_ROOT_ENV] = str(gcs_root)
-        env["PYTHONUNBUFFERED"] = "1"
-        log = ctx.files.replica_log(name)
-        access = ""
-        if spec.get("enableWebAccess"):
-            socket_path = ctx.files.web_access(name)
-            access = f"{web_access.SCHEME}{socket_path}"
-            argv = [
-                str(replica_python.interpreter()),
-                "-I",
-                "-S",
-                str(WEB_ACCESS),
-                str(socket_path),
-                "--",
-                *argv,
-            ]
-        read_only = (*stores, *program.read_only)
-        if program.read_only:
-            read_only += (bases[pool].root,)
-        mounts = mount.mounts(gcs_root, read_only)
-        launches.append(
-            Launch(
-                name,
-                pool,
-                argv,
-                env,
-                cwd,
-                log,
-                workdir=workdir,
-                mounts=mounts,
-                web_access=access,
-                entries=ctx.files.replica_entries(name),
-            )
-        )
     if spec.get("enableWebAccess"):
         note(
             "enableWebAccess: each replica serves an interactive shell in its working directory "
             "and environment while it runs, at the address in web_access_uris (owner only; "
             "open one with `python -m trainpool.emulator.jobs.web_access connect URI`)"
         )
-    return launches
+
+
+def _pool_program(
+    pool: int, pool_spec: dict[str, Any], ctx: JobContext, note: Callable[[str], None]
+) -> tuple[Program, replica_python.Base]:
+    """How pool ``pool`` runs, and the read-only Python its replicas' own layers go over."""
+    program = program_for(pool, pool_spec, ctx, note)
+    base = (
+        replica_python.make_base(ctx.files.pool_python(pool), program.sites)
+        if program.read_only  # the job's own packages: a base of the job's own
+        else replica_python.shared_base(ctx.home.environments / "bases", program.sites)
+    )
+    note(
+        f"workerpool{pool}: {program.python}; each replica runs in a Python of its own "
+        f"over it ({ctx.files.dir / 'python'}/<replica>/, and its HOME, fresh at every "
+        "start): what a replica installs (pip install, pip install --user) is its own"
+    )
+    return program, base
+
+
+def replica_env(
+    spec: dict[str, Any],
+    pool: int,
+    index: int,
+    hosts: dict[int, list[str]],
+    ctx: JobContext,
+    program: Program,
+    layer: replica_python.Layer,
+    image_env: dict[str, str],
+    home: Path,
+) -> dict[str, str]:
+    """The environment of replica ``index`` of ``pool``, built up as Vertex's is, later layers
+    winning (see the module): the host minimum, the image's ``ENV``, the pool's ``env``,
+    Vertex's variables, the Cloud Storage clients', the Vertex AI API's and every other Google
+    client's, and the emulator's own two."""
+    name = f"workerpool{pool}-{index}"
+    env = base_env.base_env(home, image_env)
+    rest = image_env.get("PATH") or base_env.DEFAULT_PATH
+    env["PATH"] = os.pathsep.join([str(layer.bin), *program.path, rest])
+    env.update(program.pool_env)
+    env.update(
+        build_env(
+            spec,
+            pool,
+            index,
+            hosts=hosts,
+            trial_id=ctx.trial_id,
+            job_id=ctx.job_id,
+            project=ctx.project,
+            region=ctx.region,
+            metric_file=str(ctx.files.metric_file(name)),
+        )
+    )
+    env.update(storage_access.storage_env(ctx.storage_env, ctx.project, home))
+    env.update(vertex_access.vertex_env(ctx.vertex_address, spec, ctx.region, env))
+    env.update(vertex_access.https_env(ctx, name, env))
+    env[LOCAL_ROOT_ENV] = str(ctx.home.gcs)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _with_web_access(ctx: JobContext, name: str, argv: list[str]) -> tuple[str, list[str]]:
+    """The URI of the replica's shell (``enableWebAccess``) and its argv run behind it."""
+    socket_path = ctx.files.web_access(name)
+    wrapped = [
+        str(replica_python.interpreter()),
+        "-I",
+        "-S",
+        str(WEB_ACCESS),
+        str(socket_path),
+        "--",
+        *argv,
+    ]
+    return f"{web_access.SCHEME}{socket_path}", wrapped
 
 
 def emulator_python(root: Path) -> list[Path]:
