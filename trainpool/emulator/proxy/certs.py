@@ -4,7 +4,8 @@ the certificate it signs for Google's API hosts.
 A client reaches ``https://storage.googleapis.com`` or ``https://us-central1-aiplatform.googleapis.com``
 through the proxy (:mod:`.server`), which answers TLS for that host itself. The client
 trusts it because the commands ``trainpool exec`` starts are given a CA bundle
-(:data:`trainpool.home.Home.ca_bundle`: the public roots of certifi plus this authority)
+(:data:`trainpool.home.Home.ca_bundle`: the public roots of certifi, the roots this machine
+trusts, plus this authority)
 by the variables each client reads (``SSL_CERT_FILE``, ``REQUESTS_CA_BUNDLE``,
 ``CURL_CA_BUNDLE``, gcloud's ``core/custom_ca_certs_file``, gsutil's
 ``ca_certificates_file``). Nothing else trusts it.
@@ -133,12 +134,37 @@ def make(label: str) -> Certificates:
     return Certificates(ca.public_bytes(pem), context)
 
 
+LOCAL_ROOTS_ENV = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT")
+"""Where the emulator's own environment may name the roots this machine trusts: how people
+behind a TLS-intercepting proxy make Python, requests, curl and pip trust its authority."""
+
+
+def local_roots(exclude: Path) -> list[Path]:
+    """The CA files this machine trusts besides certifi's: OpenSSL's default file and those
+    the emulator's environment names (:data:`LOCAL_ROOTS_ENV`), each once; never ``exclude``
+    (a bundle of an earlier start, when the emulator itself runs under ``trainpool exec``)."""
+    defaults = ssl.get_default_verify_paths()
+    named = [defaults.cafile, defaults.openssl_cafile, *map(os.environ.get, LOCAL_ROOTS_ENV)]
+    found: list[Path] = []
+    for name in named:
+        if not name or not Path(name).is_file():
+            continue
+        path = Path(name).resolve()
+        if path != exclude.resolve() and path not in found:
+            found.append(path)
+    return found
+
+
 def write_bundle(path: Path, authority_pem: bytes) -> Path:
-    """The public roots (certifi's) and the authority, in one PEM file at ``path``."""
+    """The public roots (certifi's), the roots this machine trusts (:func:`local_roots`: a
+    replica's ``pip install`` reaches the package index through the proxy's tunnel, past any
+    TLS-intercepting proxy of the network, as on the machine itself) and the authority, in one
+    PEM file at ``path``."""
     import certifi
 
-    roots = Path(certifi.where()).read_bytes()
+    parts = [Path(certifi.where()).read_bytes()]
+    parts += [root.read_bytes() for root in local_roots(path)]
     staged = path.with_name(f".{path.name}.{os.getpid()}")
-    staged.write_bytes(roots.rstrip(b"\n") + b"\n" + authority_pem)
+    staged.write_bytes(b"\n".join(part.rstrip(b"\n") for part in parts) + b"\n" + authority_pem)
     os.replace(staged, path)
     return path
