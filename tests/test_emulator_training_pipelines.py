@@ -107,3 +107,32 @@ def test_an_unknown_task_definition_is_refused_naming_the_field(sdk: Path) -> No
         client.create_training_pipeline(
             parent="projects/demo/locations/us-central1", training_pipeline=pipeline
         )
+
+
+def test_a_training_job_uploads_a_new_version_of_its_parent_model(sdk: Path) -> None:
+    """``run(parent_model=..., is_default_version=False, model_version_aliases=[...])``: the
+    pipeline's model is the next version of that Model (TrainingPipeline.parent_model)."""
+    first = aiplatform.Model.upload(
+        display_name="nightly", artifact_uri="gs://bkt/v1", serving_container_image_uri="s"
+    )
+    job = training_job(sdk, model_serving_container_image_uri="local/serve")
+    model = job.run(
+        replica_count=1,
+        machine_type="n1-standard-4",
+        base_output_dir="gs://bkt/v2run",
+        model_display_name="nightly",
+        parent_model=first.resource_name,
+        is_default_version=False,
+        model_version_aliases=["challenger"],
+    )
+    assert model is not None
+    assert (model.resource_name, model.version_id) == (first.resource_name, "2")
+    assert list(model.version_aliases) == ["challenger"]
+    assert aiplatform.Model(first.resource_name).version_id == "1"
+    with pytest.raises(exceptions.NotFound, match="no-such"):
+        training_job(sdk, model_serving_container_image_uri="local/serve").run(
+            replica_count=1,
+            machine_type="n1-standard-4",
+            base_output_dir="gs://bkt/v3run",
+            parent_model="projects/demo/locations/us-central1/models/no-such",
+        )

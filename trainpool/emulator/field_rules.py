@@ -189,9 +189,8 @@ _RULES = {
         "AIP_TRAINING_DATA_URI is made; accepted: no input_data_config, data in gs://",
     ),
     "training_pipeline.parent_model": Rule(
-        REFUSED,
-        "the emulator's Model Registry keeps one version of each model; accepted: no "
-        "parent_model (a new model)",
+        APPLIED,
+        "the model is uploaded as the next version of that Model (records/models.py)",
     ),
     "training_pipeline.encryption_spec": Rule(LOGGED, "nothing is encrypted with the key locally"),
     # PipelineJob

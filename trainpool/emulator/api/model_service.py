@@ -1,19 +1,25 @@
-"""``google.cloud.aiplatform.v1.ModelService``: UploadModel, GetModel, ListModels, DeleteModel.
+"""``google.cloud.aiplatform.v1.ModelService``: the Model Registry, its versions and aliases.
 
-Enough of the Model Registry for the SDK's training-job classes (a TrainingPipeline with
-``modelToUpload``; ``aiplatform.Model(name)`` is GetModel) and for ``aiplatform.Model.upload``
-(:mod:`trainpool.emulator.records.models`). ``GetModel`` accepts ``models/ID@VERSION`` as
-Vertex does.
+UploadModel (a new Model, or with ``parent_model`` a new version of one), GetModel
+(``models/ID``, ``models/ID@VERSION``, ``models/ID@ALIAS``), ListModels, ListModelVersions,
+MergeVersionAliases, UpdateModel, DeleteModelVersion and DeleteModel, enough for the SDK's
+``aiplatform.Model.upload(parent_model=..., version_aliases=...)``, ``aiplatform.models.
+ModelRegistry`` and the training-job classes (a TrainingPipeline with ``modelToUpload``).
+The rules and their sources are in :mod:`trainpool.emulator.records.models`. Nothing is
+served: a Model is a record whose ``artifactUri`` names files in the local store.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from google.cloud.aiplatform_v1.types import model as model_types
 from google.cloud.aiplatform_v1.types import model_service as ms
 from google.longrunning import operations_pb2
+from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
-from trainpool.emulator.api.rpc import Service, not_found, service
+from trainpool.emulator.api.rpc import Service, not_found, precondition, service
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import MODELS
@@ -22,8 +28,28 @@ from trainpool.emulator.state import EmulatorState
 SERVICE = "google.cloud.aiplatform.v1.ModelService"
 
 
+def _registry(call: Any) -> Any:
+    """``call`` with the registry's refusals as gRPC statuses (NOT_FOUND,
+    FAILED_PRECONDITION)."""
+
+    def answer(request: Any) -> Any:
+        try:
+            return call(request)
+        except models.NotFound as err:
+            raise not_found(str(err)) from None
+        except models.Refused as err:
+            raise precondition(str(err)) from None
+
+    return answer
+
+
 def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The ModelService handler."""
+
+    def check_model_name(name: str, field: str = "name") -> None:
+        requests.check_name(name.partition("@")[0], MODELS.collection)
+        if "@" in name:
+            models.check_reference(name.partition("@")[2], field)
 
     def upload(request: ms.UploadModelRequest) -> operations_pb2.Operation:
         requests.check_parent(request.parent)
@@ -31,34 +57,88 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
         requests.check_labels(request.model.labels, "model.labels")
         if request.model.artifact_uri:
             requests.check_gcs_uri(request.model.artifact_uri, "model.artifact_uri")
+        if request.parent_model:
+            check_model_name(request.parent_model, "parent_model")
         model = models.register(
-            state.db, state.records, request.parent, request.model, request.model_id
+            state.db,
+            state.records,
+            request.parent,
+            request.model,
+            request.model_id,
+            request.parent_model,
         )
         response = ms.UploadModelResponse(model=model.name, model_version_id=model.version_id)
         return state.finished(model.name, response)
 
     def get(request: ms.GetModelRequest) -> model_types.Model:
-        requests.check_name(request.name.partition("@")[0], MODELS.collection)
+        check_model_name(request.name)
         found = models.get(state.records, request.name)
         if found is None:
             raise not_found(f"Model {request.name} not found.")
         return found
 
     def delete(request: ms.DeleteModelRequest) -> operations_pb2.Operation:
-        found = get(ms.GetModelRequest(name=request.name))
-        state.records.delete(MODELS, found.name)
-        return state.finished(found.name)
+        requests.check_name(request.name, MODELS.collection)
+        if not models.delete(state.records, request.name):
+            raise not_found(f"Model {request.name} not found.")
+        return state.finished(request.name, empty_pb2.Empty())
 
     def list_models(request: ms.ListModelsRequest) -> ms.ListModelsResponse:
         found, token = requests.list_page(state.records, MODELS, request)
         return ms.ListModelsResponse(models=found, next_page_token=token)
 
+    def list_versions(request: ms.ListModelVersionsRequest) -> ms.ListModelVersionsResponse:
+        requests.check_name(request.name, MODELS.collection)
+        found, token = models.page(
+            state.records,
+            request.name,
+            filter=request.filter,
+            page_size=request.page_size,
+            page_token=request.page_token,
+            order_by=request.order_by,
+        )
+        return ms.ListModelVersionsResponse(models=found, next_page_token=token)
+
+    def merge_aliases(request: ms.MergeVersionAliasesRequest) -> model_types.Model:
+        check_model_name(request.name)
+        return models.merge_aliases(state.records, request.name, list(request.version_aliases))
+
+    def delete_version(request: ms.DeleteModelVersionRequest) -> operations_pb2.Operation:
+        check_model_name(request.name)
+        gone = models.delete_version(state.records, request.name)
+        return state.finished(gone, empty_pb2.Empty())
+
+    def update(request: ms.UpdateModelRequest) -> model_types.Model:
+        name = request.model.name
+        requests.check_name(name.partition("@")[0], MODELS.collection)
+        if name.partition("@")[2] not in ("", "-"):
+            models.check_reference(name.partition("@")[2], "model.name")
+        paths = list(ms.UpdateModelRequest.pb(request).update_mask.paths)
+        if "labels" in paths:
+            requests.check_labels(request.model.labels, "model.labels")
+        if "display_name" in paths:
+            requests.check_display_name(request.model.display_name, "model.display_name")
+        return models.update(state.records, request.model, paths)
+
+    methods: dict[str, Any] = {
+        "UploadModel": (upload, ms.UploadModelRequest, operations_pb2.Operation),
+        "GetModel": (get, ms.GetModelRequest, model_types.Model),
+        "ListModels": (list_models, ms.ListModelsRequest, ms.ListModelsResponse),
+        "DeleteModel": (delete, ms.DeleteModelRequest, operations_pb2.Operation),
+        "ListModelVersions": (
+            list_versions,
+            ms.ListModelVersionsRequest,
+            ms.ListModelVersionsResponse,
+        ),
+        "MergeVersionAliases": (merge_aliases, ms.MergeVersionAliasesRequest, model_types.Model),
+        "DeleteModelVersion": (
+            delete_version,
+            ms.DeleteModelVersionRequest,
+            operations_pb2.Operation,
+        ),
+        "UpdateModel": (update, ms.UpdateModelRequest, model_types.Model),
+    }
     return service(
         SERVICE,
-        {
-            "UploadModel": (upload, ms.UploadModelRequest, operations_pb2.Operation),
-            "GetModel": (get, ms.GetModelRequest, model_types.Model),
-            "ListModels": (list_models, ms.ListModelsRequest, ms.ListModelsResponse),
-            "DeleteModel": (delete, ms.DeleteModelRequest, operations_pb2.Operation),
-        },
+        {method: (_registry(call), req, resp) for method, (call, req, resp) in methods.items()},
     )

@@ -32,7 +32,8 @@ from trainpool.emulator.jobs import training_pipelines
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.pipeline_jobs import jobs
 from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineRuns, runs_of
-from trainpool.emulator.records.kinds import PIPELINE_JOBS, TRAINING_PIPELINES
+from trainpool.emulator.records import models
+from trainpool.emulator.records.kinds import MODELS, PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
@@ -147,6 +148,24 @@ class PipelineService:
         except KeyError:
             raise not_found(f"TrainingPipeline {name} not found.") from None
 
+    def check_parent_model(self, pipeline: Any) -> None:
+        """A TrainingPipeline's ``parent_model``: a stored Model of its parent, without
+        ``model_id`` (UploadModel's rules)."""
+        field = "training_pipeline.parent_model"
+        requests.check_name(pipeline.parent_model, MODELS.collection)
+        if "@" in pipeline.parent_model:
+            raise InputError.of(
+                field,
+                f"{brief(pipeline.parent_model)} names a version; accepted: models/ID (no @)",
+            )
+        if pipeline.model_id:
+            raise InputError.of(
+                "training_pipeline.model_id",
+                f"{brief(pipeline.model_id)} with parent_model; accepted: one of them",
+            )
+        if models.get(self.records, pipeline.parent_model) is None:
+            raise not_found(f"Model {pipeline.parent_model} not found.")
+
     def create_training(self, request: ps.CreateTrainingPipelineRequest) -> tp.TrainingPipeline:
         requests.check_parent(request.parent)
         pipeline: Any = request.training_pipeline
@@ -159,6 +178,11 @@ class PipelineService:
                 requests.check_gcs_uri(
                     upload.artifact_uri, "training_pipeline.model_to_upload.artifact_uri"
                 )
+            models.check_aliases(
+                list(upload.version_aliases), "training_pipeline.model_to_upload.version_aliases"
+            )
+        if pipeline.parent_model:
+            self.check_parent_model(pipeline)
         fields = requests.check_fields("training_pipeline", pipeline)
         spec = training_pipelines.backing_job_spec(pipeline)
         requests.check_job_spec(spec, "training_pipeline.training_task_inputs")

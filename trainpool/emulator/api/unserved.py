@@ -20,7 +20,34 @@ from trainpool.emulator.api.versions import v1_name
 
 COVERAGE = "docs/emulator-coverage.md"
 """The page that lists every method of every emulated service and what the emulator does."""
-REFUSED: dict[str, str] = {}
+_EVALUATIONS = (
+    "model evaluations are not kept: the emulator runs no evaluation job; accepted: a "
+    "version's metrics kept elsewhere (Vertex ML Metadata is served, or its labels)"
+)
+_MODEL_SERVICE: dict[str, str] = {
+    "BatchImportEvaluatedAnnotations": _EVALUATIONS,
+    "BatchImportModelEvaluationSlices": _EVALUATIONS,
+    "GetModelEvaluation": _EVALUATIONS,
+    "GetModelEvaluationSlice": _EVALUATIONS,
+    "ImportModelEvaluation": _EVALUATIONS,
+    "ListModelEvaluationSlices": _EVALUATIONS,
+    "ListModelEvaluations": _EVALUATIONS,
+    "CopyModel": (
+        "a Model is not copied between regions or projects (one local store); accepted: "
+        "UploadModel with parent_model or a new model_id"
+    ),
+    "ExportModel": (
+        "nothing is exported: a Model's files already lie under its artifactUri in the local store"
+    ),
+    "ListModelVersionCheckpoints": "a version's checkpoints are not kept",
+    "UpdateExplanationDataset": "Vertex Explainable AI is not emulated",
+    "RecommendSpec": "nothing is deployed or served, so no machine spec is recommended",
+}
+REFUSED: dict[str, str] = {
+    f"google.cloud.aiplatform.{version}.ModelService/{method}": why
+    for version in ("v1", "v1beta1")
+    for method, why in _MODEL_SERVICE.items()
+}
 """``package.Service/Method`` -> why the emulator does not serve it (beyond not emulated)."""
 
 

@@ -150,9 +150,18 @@ class TrainingPipelines:
         if base and not model.artifact_uri:
             model.artifact_uri = f"{base.rstrip('/')}/model"
         model.training_pipeline = pipeline.name
-        pipeline.model_to_upload = models.register(
-            self.state.db, self.records, parent_of(pipeline.name), model, pipeline.model_id
-        )
+        try:
+            pipeline.model_to_upload = models.register(
+                self.state.db,
+                self.records,
+                parent_of(pipeline.name),
+                model,
+                pipeline.model_id,
+                pipeline.parent_model,
+            )
+        except models.NotFound as err:  # parent_model deleted while the job ran
+            pipeline.state = PipelineState.PIPELINE_STATE_FAILED
+            pipeline.error = {"code": 5, "message": f"The model was not uploaded: {err}"}
 
     def cancel(self, name: str) -> bool:
         """Cancel the backing job; False when the pipeline has already ended."""

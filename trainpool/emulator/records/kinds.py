@@ -105,6 +105,13 @@ TRAINING_PIPELINES = Kind(
     "trainingPipelines", tp.TrainingPipeline, "TrainingPipeline", PipelineState
 )
 MODELS = Kind("models", model_types.Model, "Model")
+"""A Model as ListModels and ``GetModel(models/ID)`` answer it: its default version."""
+MODEL_VERSIONS = Kind(
+    "modelVersions", model_types.Model, "Model", times=("create_time", "update_time")
+)
+"""One version of a Model (``models/ID@N``, its parent ``models/ID``): ListModelVersionsRequest
+orders by ``create_time`` and ``update_time`` and filters on ``labels``
+(:mod:`trainpool.emulator.records.models`)."""
 SCHEDULES = Kind("schedules", sc.Schedule, "Schedule", sc.Schedule.State)
 BUILDS = Kind("builds", cb.Build, "Build", cb.Build.Status, state_field="status")
 METADATA_STORES = Kind("metadataStores", store_types.MetadataStore, "MetadataStore")

@@ -112,6 +112,11 @@ class Records:
 
     @staticmethod
     def _set_labels(conn: sqlite3.Connection, name: str, labels: dict[str, str]) -> None:
+        Records.set_labels(conn, name, labels)
+
+    @staticmethod
+    def set_labels(conn: sqlite3.Connection, name: str, labels: dict[str, str]) -> None:
+        """``name``'s labels, in the caller's transaction."""
         conn.execute("DELETE FROM resource_labels WHERE name = ?", (name,))
         conn.executemany(
             "INSERT INTO resource_labels (name, key, value) VALUES (?, ?, ?)",
