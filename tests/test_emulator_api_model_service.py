@@ -103,6 +103,7 @@ def test_the_sdk_keeps_versions_and_aliases_as_googles_notebooks_use_them(
     assert registry.get_model(version="challenger").version_id == "2"
     assert aiplatform.Model(blessed.resource_name).version_id == "1"  # the default version
     assert aiplatform.Model(f"{blessed.resource_name}@2").uri == "gs://bkt/v2"
+    assert aiplatform.Model(f"{blessed.name}@challenger").version_id == "2"  # an id and alias
 
     # Promote: the blessed alias and the default move to version 2 in one call each.
     registry.add_version_aliases(["blessed", "default"], version="2")

@@ -86,6 +86,19 @@ def test_model_upload_and_get_ops(served: emulator.Emulator, tmp_path: Path) -> 
     run("gcpc_model_get", tmp_path, model_name=uploaded[0].name.rsplit("/", 1)[1])
 
 
+def test_model_upload_op_with_parent_model_adds_a_version(
+    served: emulator.Emulator, tmp_path: Path
+) -> None:
+    run("gcpc_model_version", tmp_path, artifact_uri="gs://gcpc-fixture/model-v")
+    client = model_client("us-central1")
+    [model] = [m for m in client.list_models(parent=PARENT) if m.display_name == "gcpc-versioned"]
+    versions = {
+        v.version_id: list(v.version_aliases) for v in client.list_model_versions(name=model.name)
+    }
+    assert versions == {"1": ["default"], "2": ["challenger"]}
+    assert client.get_model(name=f"{model.name}@challenger").version_id == "2"
+
+
 def test_a_container_component_that_cannot_run_locally_is_refused_before_anything_runs(
     served: emulator.Emulator, tmp_path: Path
 ) -> None:

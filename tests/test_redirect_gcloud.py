@@ -222,6 +222,39 @@ def test_models_upload_and_list(emu: emulator.Emulator) -> None:
     assert models[0]["artifactUri"] == "gs://demo-models/ranker"
 
 
+def test_models_versions_upload_list_describe_and_delete(emu: emulator.Emulator) -> None:
+    """``gcloud ai models upload --parent-model --version-aliases``, ``list-version``,
+    ``describe ID@ALIAS`` and ``delete-version``: the Model Registry's versions."""
+    serving = "--container-image-uri=us-docker.pkg.dev/vertex-ai/prediction/sklearn-cpu.1-0:latest"
+    upload = ("ai", "models", "upload", REGION, "--display-name=versioned", serving)
+    ok(gcloud(emu, *upload, "--artifact-uri=gs://demo-models/v1", "--model-id=versioned"))
+    ok(
+        gcloud(
+            emu,
+            *upload,
+            "--artifact-uri=gs://demo-models/v2",
+            "--parent-model=projects/demo/locations/us-central1/models/versioned",
+            "--version-aliases=challenger",
+        )
+    )
+    listed = json.loads(
+        ok(gcloud(emu, "ai", "models", "list-version", "versioned", REGION, "--format=json"))
+    )
+    assert [(v["versionId"], v.get("versionAliases")) for v in listed] == [
+        ("1", ["default"]),
+        ("2", ["challenger"]),
+    ]
+    described = json.loads(
+        ok(gcloud(emu, "ai", "models", "describe", "versioned@challenger", REGION, "--format=json"))
+    )
+    assert described["artifactUri"] == "gs://demo-models/v2"
+    ok(gcloud(emu, "ai", "models", "delete-version", "versioned@2", REGION, "--quiet"))
+    listed = json.loads(
+        ok(gcloud(emu, "ai", "models", "list-version", "versioned", REGION, "--format=json"))
+    )
+    assert [v["versionId"] for v in listed] == ["1"]
+
+
 def test_an_api_the_emulator_does_not_serve_fails_at_once_naming_it(
     emu: emulator.Emulator,
 ) -> None:

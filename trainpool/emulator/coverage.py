@@ -50,6 +50,12 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     ("gcloud ai models upload / list", "served", "tests/test_redirect_gcloud.py"),
     (
+        "gcloud ai models upload --parent-model --version-aliases / list-version / describe "
+        "ID@ALIAS / delete-version",
+        "served: a new version, its aliases, the versions listed, one deleted",
+        "tests/test_redirect_gcloud.py",
+    ),
+    (
         "gcloud logging read FILTER",
         "served (the Logging query language)",
         "tests/test_emulator_api_logging_service.py",
