@@ -16,6 +16,7 @@ from trainpool.cli import (
     emulator,
     env,
     jobs,
+    models,
     plan,
     publish,
     run,
@@ -47,6 +48,7 @@ MODULES = (
     run,  # run PIPELINE --local
     submit,  # submit PIPELINE --project ... [--schedule CRON]
     schedule,  # schedule list|show|runs|pause|resume|delete
+    models,  # models versions|bless (the Model Registry's versions and aliases)
     clock,  # clock show|advance (the emulator's)
     tensorboard,  # tensorboard NAME (an experiment's scalars in TensorBoard)
 )

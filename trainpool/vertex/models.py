@@ -282,3 +282,52 @@ def _result(
         "improvement": verdict.improvement,
         "summary": summary,
     }
+
+
+def find_model(model: str, project: str, location: str) -> str:
+    """The resource name (``projects/P/locations/L/models/ID``) of ``model``: a resource
+    name, an id, or a display name (the oldest Model of that name, as the gate takes it).
+    InputError when there is none."""
+    from google.api_core import exceptions
+
+    client = clients.model_client(location)
+    if "/" in model:
+        if "/models/" not in model or "@" in model:
+            raise InputError.of(
+                "MODEL",
+                f"{model!r}; accepted: projects/P/locations/L/models/ID, an ID, or a display name",
+            )
+        return str(client.get_model(name=model, timeout=CALL_TIMEOUT_S).name.split("@")[0])
+    require(project=project)
+    parent = f"projects/{project}/locations/{location}"
+    try:
+        found = client.get_model(name=f"{parent}/models/{model}", timeout=CALL_TIMEOUT_S)
+        return str(found.name.split("@")[0])
+    except (exceptions.NotFound, exceptions.InvalidArgument):
+        pass
+    named = _models(client, parent, model)
+    if not named:
+        raise InputError.of(
+            "MODEL", f"{model!r} names no Model in {parent}; accepted: a resource name, an ID, "
+            "or a display name",
+        )  # fmt: skip
+    return str(named[0].name.split("@")[0])
+
+
+def versions(model_name: str, location: str) -> list[Any]:
+    """The Model's versions, oldest first (ListModelVersions)."""
+    client = clients.model_client(location)
+    listed = client.list_model_versions(name=model_name, timeout=CALL_TIMEOUT_S)
+    return sorted(listed, key=lambda v: int(v.version_id))
+
+
+def move_alias(model_name: str, version: str, alias: str, location: str) -> Any:
+    """Give ``alias`` to ``version`` of the Model (one MergeVersionAliases: the alias leaves
+    the version that held it): the rollback of a promotion. Returns the version."""
+    spec_gate.check("loss", "minimize", 0.0, alias, "keep")  # the alias rule alone
+    if not version.isdigit():
+        raise InputError.of("VERSION", f"{version!r}; accepted: a version id (1, 2, ...)")
+    client = clients.model_client(location)
+    return client.merge_version_aliases(
+        name=f"{model_name}@{version}", version_aliases=[alias], timeout=CALL_TIMEOUT_S
+    )
