@@ -208,3 +208,24 @@ def test_the_runs_metric_comes_from_the_sweep_or_the_jobs_metrics_json(
     assert models.challenger_metric(job, "loss") == 0.25
     with pytest.raises(InputError, match=r"no 'auc'.*metrics.json"):
         models.challenger_metric(job, "auc")
+
+
+def test_a_retried_gate_finds_its_runs_version_instead_of_registering_another(
+    emu: emulator.Emulator,
+) -> None:
+    def night(loss: float, run: str) -> dict[str, Any]:
+        return models.promote_if_better(
+            PROJECT, LOCATION, "m-retry", f"gs://bkt/{run}/", IMAGE, loss, GATE, run=run
+        )
+
+    first = night(0.5, "nightly-20400101030000")
+    retried = night(0.5, "nightly-20400101030000")
+    assert (retried["decision"], retried["model"]) == ("promoted", first["model"])
+    assert retried["summary"].endswith("it holds it already")
+    model = first["model"].split("@")[0]
+    kept = night(0.6, "nightly-20400102030000")
+    again = night(0.6, "nightly-20400102030000")
+    assert (again["decision"], again["model"]) == ("kept", kept["model"])
+    assert aliases(model) == {"1": ["blessed", "default"], "2": []}, "no version twice"
+    version = clients.model_client(LOCATION).get_model(name=kept["model"])
+    assert version.labels["trainpool-gate-run"] == "nightly-20400102030000"

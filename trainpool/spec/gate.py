@@ -44,6 +44,9 @@ LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
 METRIC_LABEL = "trainpool-gate-metric"
 VALUE_LABEL = "trainpool-gate-value"
 GOAL_LABEL = "trainpool-gate-goal"
+RUN_LABEL = "trainpool-gate-run"
+"""The run that registered the version (its pipeline job id, when that is a label value), so a
+retried gate finds the version it registered instead of registering another."""
 
 
 def alias_problems(alias: object, field: str = "alias") -> list[Problem]:
@@ -104,9 +107,13 @@ def from_label(text: str) -> float:
     return value
 
 
-def metric_labels(metric: str, goal: str, value: float) -> dict[str, str]:
-    """The labels that record a version's ``metric`` (its goal, its exact value)."""
-    return {METRIC_LABEL: metric, GOAL_LABEL: goal, VALUE_LABEL: label_value(value)}
+def metric_labels(metric: str, goal: str, value: float, run: str = "") -> dict[str, str]:
+    """The labels that record a version's ``metric`` (its goal, its exact value) and the
+    run that registered it (left out when ``run`` is not a label value)."""
+    labels = {METRIC_LABEL: metric, GOAL_LABEL: goal, VALUE_LABEL: label_value(value)}
+    if run and LABEL_VALUE.fullmatch(run):
+        labels[RUN_LABEL] = run
+    return labels
 
 
 def recorded(labels: dict[str, str], metric: str, where: str) -> float:

@@ -179,11 +179,19 @@ def promote_if_better(
         gate.min_improvement,
     )
     log(f"gate: {verdict.describe()}")
-    if not verdict.promote and gate.on_worse == "skip":
+    mine = _registered_by(client, model_name, run) if model_name else None
+    if mine is not None:
+        log(f"gate: {_versioned(mine)} is this run's already (the gate is retried)")
+        if blessed is not None and blessed.version_id == mine.version_id:
+            retried = spec_gate.Verdict(gate.metric, gate.goal, challenger, None, 0.0, True)
+            return _result("promoted", retried, _versioned(mine), None, gate, "it holds it already")
+    elif not verdict.promote and gate.on_worse == "skip":
         return _result("not-uploaded", verdict, "", blessed, gate)
-    mine = _upload_version(
-        client, parent, model_name, display_name, artifact_uri, serving_image, challenger, gate, run
-    )
+    else:
+        mine = _upload_version(
+            client, parent, model_name, display_name, artifact_uri, serving_image, challenger,
+            gate, run,
+        )  # fmt: skip
     if not model_name:  # a new Model: another run may have made one of the same name at once
         model_name = mine.name.split("@")[0]
         oldest = _models(client, parent, display_name)[0].name.split("@")[0]
@@ -224,6 +232,17 @@ def promote_if_better(
     )
 
 
+def _registered_by(client: Any, model_name: str, run: str) -> Any:
+    """The version of ``model_name`` that run ``run`` registered (its run label), or None."""
+    labels = spec_gate.metric_labels("m", "minimize", 0.0, run)
+    if spec_gate.RUN_LABEL not in labels:
+        return None
+    for version in client.list_model_versions(name=model_name, timeout=CALL_TIMEOUT_S):
+        if version.labels.get(spec_gate.RUN_LABEL) == run:
+            return client.get_model(name=_versioned(version), timeout=CALL_TIMEOUT_S)
+    return None
+
+
 def _upload_version(
     client: Any,
     parent: str,
@@ -243,7 +262,7 @@ def _upload_version(
         display_name=display_name,
         artifact_uri=artifact_uri,
         container_spec=aiplatform_v1.ModelContainerSpec(image_uri=serving_image),
-        labels=spec_gate.metric_labels(gate.metric, gate.goal, value),
+        labels=spec_gate.metric_labels(gate.metric, gate.goal, value, run),
         version_description=f"{gate.metric} {value!r} ({gate.goal}){' from ' + run if run else ''}",
     )
     operation = client.upload_model(
@@ -259,12 +278,17 @@ def _upload_version(
 
 
 def _result(
-    decision: str, verdict: spec_gate.Verdict, model: str, blessed: Any, gate: Gate
+    decision: str,
+    verdict: spec_gate.Verdict,
+    model: str,
+    blessed: Any,
+    gate: Gate,
+    why: str = "",
 ) -> dict[str, Any]:
     versioned = _versioned(blessed) if blessed is not None else ""
     if decision == "promoted":
         over = f" (was {versioned})" if versioned else ""
-        summary = f"promoted {model} to @{gate.alias}{over}: {verdict.describe()}"
+        summary = f"promoted {model} to @{gate.alias}{over}: {why or verdict.describe()}"
     else:
         kept = f"kept @{gate.alias} on {versioned}" if versioned else f"kept @{gate.alias}"
         what = f" ({model} registered unpromoted)" if model else " (not uploaded)"
