@@ -2,7 +2,8 @@
 
 plan_cluster → size_reduction_server (re-sizes the planned Reduction Server; the spec
 it returns is the one launched) → build_image → launch_custom_job, or
-hyperparameter_sweep when max_trial_count > 0.
+hyperparameter_sweep when max_trial_count > 0 → select_model → with a serving_image,
+promote_model (the retraining gate: a new version of the Model, blessed only when better).
 
 The cluster request is one parameter (a dict); the usual knobs are flat parameters
 that override it, so a scheduled run or a submit can change the cluster without
@@ -25,9 +26,9 @@ from components.build_image import build_image
 from components.hyperparameter_sweep import hyperparameter_sweep
 from components.launch_custom_job import launch_custom_job
 from components.plan_cluster import plan_cluster
+from components.promote_model import promote_model
 from components.select_model import select_model
 from components.size_reduction_server import size_reduction_server
-from components.upload_model import upload_model
 from pipelines.inputs import inputs_of
 
 DEFAULT_REQUEST: dict = {
@@ -69,12 +70,17 @@ CLUSTER_KNOBS = (
 SIZING_KNOBS = ("reducer_machine_type", "gradient_size_mb")
 """size_reduction_server's inputs: the reducers' machine type ("auto": the cheapest per
 Gbps) and the gradients all-reduced per step."""
+GATE_KNOBS = ("metric", "goal", "min_improvement", "alias", "on_worse")
+"""promote_model's inputs, the pipeline's gate_metric, gate_goal, ...: which metric, its
+direction, the least improvement that counts, the alias a better model gets, and what
+becomes of a worse or equal one ("keep": an unpromoted version; "skip": not uploaded)."""
 
 
 @dsl.pipeline(
     name="distributed-training",
     description="Plan a Vertex training cluster, build the trainer image, and train or sweep.",
 )
+@inputs_of(promote_model, GATE_KNOBS, after="serving_image", prefix="gate_")
 @inputs_of(size_reduction_server, SIZING_KNOBS, after="cluster_request")
 @inputs_of(plan_cluster, CLUSTER_KNOBS, after="cluster_request")
 def distributed_training(
@@ -118,8 +124,11 @@ def distributed_training(
     Outputs the plan report, the gcp_resources that name the job (the sweep's or the
     single job's), the model (the job's, or the best trial's; typed for GCPC's
     ModelUploadOp), and the outcome (job, state, model URI; for a sweep the best trial,
-    its parameters and metric, and every trial). With serving_image, the model is also
-    registered in the Vertex AI Model Registry.
+    its parameters and metric, and every trial). With serving_image, the model goes through
+    the retraining gate (promote_model): it becomes a new version of the Model named
+    display_name, and gets the gate_alias ("blessed"), only when its gate_metric beats the
+    blessed version's (gate_goal "minimize" or "maximize", by at least gate_min_improvement);
+    a worse or equal one is kept unpromoted (gate_on_worse "keep") or not uploaded ("skip").
     """
     plan = plan_cluster(
         cluster_request=cluster_request,
@@ -191,13 +200,15 @@ def distributed_training(
     outcome = dsl.OneOf(sweep.outputs["outcome"], launch.outputs["outcome"])
     model = select_model(outcome=outcome, serving_image=serving_image).set_display_name("model")
     with dsl.If(serving_image != "", name="register-model"):
-        upload_model(
+        promote_model(
             project=project,
             location=location,
             display_name=display_name,
             model=model.outputs["model"],
+            outcome=outcome,
             serving_image=serving_image,
-        ).set_display_name("upload model")
+            **{name: knobs["gate_" + name] for name in GATE_KNOBS},
+        ).set_display_name("retraining gate").set_caching_options(False)
     return Outputs(
         plan=plan.outputs["plan_report"],
         gcp_resources=dsl.OneOf(sweep.outputs["gcp_resources"], launch.outputs["gcp_resources"]),

@@ -18,10 +18,11 @@ from typing import Any
 
 
 def inputs_of(
-    component: Any, names: Sequence[str], *, after: str
+    component: Any, names: Sequence[str], *, after: str, prefix: str = ""
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add ``component``'s inputs ``names`` to the decorated pipeline function's parameters,
-    after its parameter ``after``; the function gets them in ``**knobs``."""
+    after its parameter ``after``, each named ``prefix + name`` (``gate_metric`` for the
+    gate's ``metric``); the function gets them in ``**knobs``."""
     inherited_from = inspect.signature(component.python_func).parameters
     unknown = [name for name in names if name not in inherited_from]
     if unknown:
@@ -30,7 +31,10 @@ def inputs_of(
             f"accepted: {', '.join(inherited_from)}"
         )
     inherited = [
-        inherited_from[name].replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names
+        inherited_from[name].replace(
+            name=prefix + name, kind=inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
+        for name in names
     ]
 
     def decorate(body: Callable[..., Any]) -> Callable[..., Any]:

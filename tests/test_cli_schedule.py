@@ -84,3 +84,45 @@ def test_an_unknown_or_ambiguous_schedule_is_refused(emu: Path) -> None:
     result = CliRunner().invoke(app, ["schedule", "show", "nope", *TARGET])
     assert result.exit_code == 2
     assert "SCHEDULE: 'nope' names 0 schedules in" in result.stderr
+
+
+def test_the_gate_column_says_promoted_kept_with_both_metrics_or_failed() -> None:
+    from types import SimpleNamespace
+
+    from google.cloud import aiplatform_v1
+
+    from trainpool.cli.schedule import gate_column
+    from trainpool.vertex.schedules import ScheduledRun
+
+    model = "projects/p/locations/l/models/1000"
+    state = aiplatform_v1.PipelineState
+
+    def run(verdict: dict, job_state: object = state.PIPELINE_STATE_SUCCEEDED, error: str = ""):
+        job = SimpleNamespace(state=job_state, error=SimpleNamespace(message=error))
+        return ScheduledRun(job, "gs://b/m/", verdict.get("model", ""), verdict)
+
+    common = {"metric": "accuracy", "goal": "maximize", "alias": "blessed"}
+    promoted = {
+        **common,
+        "decision": "promoted",
+        "model": f"{model}@3",
+        "challenger": 0.93,
+        "blessed": 0.9,
+        "improvement": 0.03,
+        "blessedVersion": f"{model}@2",
+    }
+    assert gate_column(run(promoted)) == (
+        "promoted 1000@3 (accuracy 0.93, blessed 1000@2 had 0.9: better by 0.03)"
+    )
+    kept = {**promoted, "decision": "kept", "challenger": 0.9, "improvement": 0.0}
+    assert gate_column(run({**kept, "model": f"{model}@4"})) == (
+        "kept blessed 1000@2 (accuracy 0.9 vs 0.9: equal; 1000@4 unpromoted)"
+    )
+    skipped = {**kept, "decision": "not-uploaded", "model": "", "challenger": 0.8}
+    skipped["improvement"] = -0.1
+    assert gate_column(run(skipped)) == (
+        "kept blessed 1000@2 (accuracy 0.8 vs 0.9: worse by 0.1; not uploaded)"
+    )
+    failed = run({}, state.PIPELINE_STATE_FAILED, "task retraining-gate failed:\n  boom")
+    assert gate_column(failed) == "failed (task retraining-gate failed: boom)"
+    assert gate_column(run({})) == "-", "no gate ran (no serving_image)"

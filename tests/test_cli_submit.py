@@ -189,3 +189,18 @@ def test_a_request_that_does_not_plan_is_refused_and_nothing_created(emu: None) 
     assert result.exit_code == 2
     assert result.stderr.startswith("--param cluster_request: primary.machine_type: 'n1-standrd-4'")
     assert nothing_created()
+
+
+def test_a_hostile_gate_alias_is_refused_before_anything_trains(emu: None) -> None:
+    result = submit(
+        str(PIPELINE), *TARGET, "--param", "gate_alias=default", "--param", "gate_goal=lowest"
+    )
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert any(
+        line.startswith("--param gate_alias: 'default' is not an alias the gate may move")
+        and "[a-z][a-zA-Z0-9-]{0,126}[a-z0-9]" in line
+        for line in lines
+    ), result.stderr
+    assert any(line.startswith("--param gate_goal: 'lowest'") for line in lines), result.stderr
+    assert nothing_created()

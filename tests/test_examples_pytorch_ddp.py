@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -47,6 +48,9 @@ def test_three_replicas_train_report_and_only_the_chief_writes(tmp_path: Path) -
         "gcs/bkt/sweep/1/checkpoints/checkpoint.pt",
         "gcs/bkt/sweep/1/model/model.pt",
     ]
+    final = json.loads((tmp_path / "gcs/bkt/sweep/1/model/metrics.json").read_text())
+    assert final["loss"] == pytest.approx(latest(records, "loss"))  # what the gate compares
+    assert sorted(final) == ["accuracy", "loss"]
 
 
 @pytest.mark.slow

@@ -364,22 +364,57 @@ def test_a_preempted_spot_job_retries_resumes_from_its_checkpoint_and_succeeds(
     assert (local(tmp_path, model_uri) / "model.pt").is_file()
 
 
+NIGHTLY_TRAINER = """
+import json, os, re, time
+def local(uri):
+    return "/gcs/" + uri[len("gs://"):]
+model_dir, checkpoints = local(os.environ["AIP_MODEL_DIR"]), local(os.environ["AIP_CHECKPOINT_DIR"])
+night = re.search(r"-([0-9]{8})[0-9]{6}-", os.environ["AIP_MODEL_DIR"]).group(1)
+loss = float(open("/gcs/demo-data/loss-" + night).read())  # what tonight's data gives
+os.makedirs(checkpoints, exist_ok=True)
+checkpoint = os.path.join(checkpoints, "checkpoint.json")
+if os.path.exists(checkpoint):
+    print("resuming from epoch", json.load(open(checkpoint))["epoch"] + 1, flush=True)
+else:
+    json.dump({"epoch": 1}, open(checkpoint, "w"))
+while os.path.exists("/gcs/demo-data/hold-" + night):  # the test preempts it meanwhile
+    time.sleep(0.05)
+os.makedirs(model_dir, exist_ok=True)
+json.dump({"loss": loss}, open(os.path.join(model_dir, "metrics.json"), "w"))
+open(os.path.join(model_dir, "model.txt"), "w").write(night)
+print("trained: loss", loss, flush=True)
+"""
+"""Tonight's trainer for the rehearsed week: its loss is what the night's data file says, so
+nights get better, worse and equal; it checkpoints, resumes, and holds while a hold file
+exists (for the test to preempt it while it runs)."""
+WEEK = {1: 0.5, 2: 0.4, 3: 0.45, 4: 0.4, 5: 0.3, 6: 0.35, 7: 0.25}
+"""Each night's loss: first (promotes), better, worse (preempted), equal, better, worse, better."""
+SERVING = "us-docker.pkg.dev/vertex-ai/prediction/sklearn-cpu.1-0:latest"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
     tmp_path: Path, own_emulator: None
 ) -> None:
     """The rehearsal of docs/guides/pipeline.md: `trainpool submit --schedule` the checked-in
-    pipeline nightly, `trainpool clock advance` seven nights, `trainpool jobs preempt` night 3's
-    SPOT job while it trains. Seven PipelineJobs, seven model directories; night 3 retried and
-    resumed from its checkpoint; night 4 came due while night 3 still ran, so it was queued
-    (--allow-queueing) and started when night 3 ended; `trainpool schedule runs` shows it."""
+    pipeline nightly with a serving image (so its retraining gate runs), `trainpool clock
+    advance` seven nights whose data make the model better, worse or equal, `trainpool jobs
+    preempt` night 3's SPOT job while it trains. Seven PipelineJobs, seven model folders;
+    night 3 retried and resumed from its checkpoint; night 4 came due while night 3 still ran,
+    so it was queued (--allow-queueing) and started when night 3 ended. Only the better nights
+    (and the first) promote: each night is a version of one Model, and `blessed` ends on
+    night 7's, having been on nights 1, 2 and 5; `trainpool schedule runs` says so night by
+    night, and one alias move rolls back."""
+    from google.cloud import aiplatform
     from typer.testing import CliRunner
 
     from trainpool.cli import app
     from trainpool.config import HOME_ENV
     from trainpool.emulator.pipeline_jobs.runs import run_id
     from trainpool.kfp_local.execute import RUN_LABEL
+    from trainpool.redirect import install
+    from trainpool.vertex.clients import model_client
     from trainpool.vertex.schedules import runs
 
     def cli(*args: str) -> str:
@@ -390,10 +425,15 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
     parent = "projects/demo-project/locations/us-central1"
     target = ["--project", "demo-project", "--location", "us-central1"]
     request = {
-        "primary": {"machine_type": "n1-standard-4"},
-        "args": ["--epochs=8"],
+        "primary": {"machine_type": "n1-standard-4", "command": ["python3", "-c", NIGHTLY_TRAINER]},
         "scheduling_strategy": "SPOT",
     }
+    data = tmp_path / "gcs" / "demo-data"
+    data.mkdir(parents=True)
+    for night, loss in WEEK.items():
+        (data / f"loss-2040010{night}").write_text(str(loss))
+    hold = data / "hold-20400103"
+    hold.write_text("")
     (tmp_path / "gcs" / "demo-bucket").mkdir(parents=True)
     with emulator.start(tmp_path) as emu, pytest.MonkeyPatch.context() as env:
         env.setenv(EMULATOR_ENV, emu.address)
@@ -401,8 +441,9 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
         cli("clock", "advance", "--to", "2040-01-01T00:00:00Z")
         cli(
             "submit", str(PIPELINE), *target, "--pipeline-root", "gs://demo-bucket/runs",
-            "--param", f"source_dir={EXAMPLE}", "--param", "max_trial_count=0",
+            "--param", "image_uri=python:3.11", "--param", "max_trial_count=0",
             "--param", f"cluster_request={json.dumps(request)}",
+            "--param", f"serving_image={SERVING}", "--param", "display_name=nightly-model",
             "--schedule", "0 3 * * *", "--display-name", "nightly", "--allow-queueing",
         )  # fmt: skip
         cli("clock", "advance", "2d", "--wait")  # nights 1 and 2, each run at its night
@@ -414,16 +455,26 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
             found = list(client.list_custom_jobs(request={"parent": parent, "filter": label}))
             if found and found[0].state.name == "JOB_STATE_RUNNING":
                 base = found[0].job_spec.base_output_directory.output_uri_prefix
-                if (local(tmp_path, f"{base}/checkpoints/") / "checkpoint.pt").is_file():
+                if (local(tmp_path, f"{base}/checkpoints/") / "checkpoint.json").is_file():
                     break
             time.sleep(0.05)
         assert "is JOB_STATE_FAILED: STOCKOUT" in cli("jobs", "preempt", found[0].name)
+        hold.unlink()
         night4 = cli("clock", "advance", "1d", "--wait")  # due while night 3 retries
         assert "run of 2040-01-04T03:00:00Z queued: max_concurrent_active_run_count" in night4
         cli("clock", "advance", "3d", "--wait")  # nights 5, 6 and 7
         history = cli("schedule", "runs", "nightly", *target)
         nights = runs(f"{parent}/schedules/1000", "us-central1")
         night3_jobs = list(client.list_custom_jobs(request={"parent": parent, "filter": label}))
+        [model] = model_client("us-central1").list_models(parent=parent)
+        install()  # the SDK as a user's script has it under `trainpool exec`
+        aiplatform.init(project="demo-project", location="us-central1")
+        registry = aiplatform.models.ModelRegistry(model.name)
+        versions = {v.version_id: v for v in registry.list_versions()}
+        blessed = aiplatform.Model(model_name=f"{model.name.rsplit('/', 1)[1]}@blessed")
+        registry.add_version_aliases(["blessed"], version="5")  # the rollback: one alias move
+        rolled_back = registry.get_model(version="blessed")
+    print(history)
     assert [run.job.state.name for run in nights] == ["PIPELINE_STATE_SUCCEEDED"] * 7, history
     assert [run.job.name.rsplit("/", 1)[1] for run in nights] == [
         f"distributed-training-2040010{day}030000-1000" for day in range(1, 8)
@@ -432,7 +483,7 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
     assert len(set(models)) == 7
     for run in nights:
         assert run.model_uri.startswith(f"gs://demo-bucket/runs/{run.job.name.rsplit('/')[-1]}/")
-        assert (local(tmp_path, run.model_uri) / "model.pt").is_file()
+        assert (local(tmp_path, run.model_uri) / "model.txt").is_file()
     failed, retry = sorted(night3_jobs, key=lambda job: job.create_time)
     assert failed.state.name == "JOB_STATE_FAILED" and "STOCKOUT" in failed.error.message
     assert retry.state.name == "JOB_STATE_SUCCEEDED"
@@ -444,59 +495,39 @@ def test_a_week_of_nightly_retraining_rehearsed_on_the_emulator(
         if night != 3:  # night 3 went on into night 4, where the clock waited for it
             assert run.job.end_time.day == night, "and ran at its night"
     assert "run of 2040-01-04T03:00:00Z queued: max_concurrent_active_run_count 1" in history
+    # the gate: only the first night and the better ones promote; every night is a version
+    decisions = [run.verdict["decision"] for run in nights]
+    assert decisions == ["promoted", "promoted", "kept", "kept", "promoted", "kept", "promoted"]
+    assert [run.verdict["challenger"] for run in nights] == list(WEEK.values())
+    assert [run.verdict["blessed"] for run in nights] == [None, 0.5, 0.4, 0.4, 0.4, 0.3, 0.3]
+    assert [run.verdict["winner"] for run in nights] == [
+        "challenger", "challenger", "blessed", "tie", "challenger", "blessed", "challenger"
+    ]  # fmt: skip
+    assert sorted(versions) == [str(n) for n in range(1, 8)], "one Model, a version a night"
+    assert {v.version_id: v.model_resource_name for v in versions.values()} == {
+        n: model.name for n in versions
+    }
+    for night, run in enumerate(nights, start=1):
+        assert run.verdict["model"] == f"{model.name}@{night}"
+    assert blessed.version_id == "7" and blessed.uri == nights[6].model_uri
+    assert (
+        "blessed" in blessed.version_aliases
+        and float(blessed.labels["trainpool-gate-value"].replace("_", ".")) == 0.25
+    )
+    assert rolled_back.version_id == "5", "rolled back to night 5's version"
     rows = history.splitlines()
     assert rows[0] == f"{parent}/schedules/1000 (nightly): ACTIVE, 7 run(s)"
     assert " FAILED(STOCKOUT),SUCCEEDED " in rows[4], "night 3's jobs: preempted, retried"
-    for row, model in zip(rows[2:9], models, strict=True):
-        assert " SUCCEEDED " in row and model in row
-
-
-def test_the_retraining_gate_registers_a_nightly_model_only_when_it_beats_the_blessed_one(
-    tmp_path: Path, own_emulator: None
-) -> None:
-    """The retraining pattern (fixtures/pipelines/retraining.py: trainpool's components and a
-    dsl.If on a comparison), scheduled nightly and rehearsed on the emulator: night 1 has no
-    blessed model and registers its own, night 2's is worse and is not registered, night 3's
-    is better and is; `trainpool schedule runs` shows which night registered a model."""
-    from fixtures.pipelines import compile_fixture
-    from typer.testing import CliRunner
-
-    from trainpool.cli import app
-    from trainpool.config import HOME_ENV
-    from trainpool.vertex.clients import model_client
-    from trainpool.vertex.schedules import runs
-
-    def cli(*args: str) -> str:
-        done = CliRunner().invoke(app, list(args))
-        assert done.exit_code == 0, f"trainpool {' '.join(args)}: {done.stderr}"
-        return str(done.stdout)
-
-    parent = "projects/demo-project/locations/us-central1"
-    target = ["--project", "demo-project", "--location", "us-central1"]
-    pipeline = compile_fixture("retraining_gate", tmp_path)
-    quality = tmp_path / "gcs" / "demo-data" / "quality.txt"
-    quality.parent.mkdir(parents=True)
-    (tmp_path / "gcs" / "demo-bucket").mkdir(parents=True)
-    with emulator.start(tmp_path) as emu, pytest.MonkeyPatch.context() as env:
-        env.setenv(EMULATOR_ENV, emu.address)
-        env.setenv(HOME_ENV, str(tmp_path))
-        cli("clock", "advance", "--to", "2040-01-01T00:00:00Z")
-        cli(
-            "submit", str(pipeline), *target, "--pipeline-root", "gs://demo-bucket/runs",
-            "--schedule", "0 3 * * *", "--display-name", "gated",
-        )  # fmt: skip
-        for accuracy in ("0.7", "0.6", "0.9"):  # tonight's data
-            quality.write_text(accuracy)
-            cli("clock", "advance", "1d", "--wait")
-        history = cli("schedule", "runs", "gated", *target)
-        nights = runs(f"{parent}/schedules/1000", "us-central1")
-        models = list(model_client("us-central1").list_models(parent=parent))
-    assert [run.job.state.name for run in nights] == ["PIPELINE_STATE_SUCCEEDED"] * 3, history
-    gates = [{t.task_name: t.state.name for t in run.job.job_detail.task_details} for run in nights]
-    assert [gate.get("upload-model", "-") for gate in gates] == ["SUCCEEDED", "-", "SUCCEEDED"]
-    assert gates[1]["condition-1"] == "NOT_TRIGGERED"
-    assert sorted(m.artifact_uri for m in models) == sorted(nights[n].model_uri for n in (0, 2))
-    assert [bool(run.registered) for run in nights] == [True, False, True]
-    rows = history.splitlines()[2:5]
-    assert rows[0].endswith(nights[0].registered) and rows[2].endswith(nights[2].registered)
-    assert rows[1].endswith("  -"), "night 2 kept the blessed model"
+    for row, uri in zip(rows[2:9], models, strict=True):
+        assert " SUCCEEDED " in row and uri in row
+    gate = [row.split(")  ", 1)[1] for row in rows[2:9]]
+    short = model.name.rsplit("/", 1)[1]
+    assert gate == [
+        f"promoted {short}@1 (loss 0.5, the first)",
+        f"promoted {short}@2 (loss 0.4, blessed {short}@1 had 0.5: better by 0.1)",
+        f"kept blessed {short}@2 (loss 0.45 vs 0.4: worse by 0.05; {short}@3 unpromoted)",
+        f"kept blessed {short}@2 (loss 0.4 vs 0.4: equal; {short}@4 unpromoted)",
+        f"promoted {short}@5 (loss 0.3, blessed {short}@2 had 0.4: better by 0.1)",
+        f"kept blessed {short}@5 (loss 0.35 vs 0.3: worse by 0.05; {short}@6 unpromoted)",
+        f"promoted {short}@7 (loss 0.25, blessed {short}@5 had 0.3: better by 0.05)",
+    ], history

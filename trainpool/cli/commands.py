@@ -17,6 +17,7 @@ from trainpool.cli import (
     emulator,
     env,
     jobs,
+    models,
     plan,
     publish,
     run,
@@ -48,6 +49,7 @@ MODULES = (
     run,  # run PIPELINE --local
     submit,  # submit PIPELINE --project ... [--schedule CRON]
     schedule,  # schedule list|show|runs|pause|resume|delete
+    models,  # models versions|bless (the Model Registry's versions and aliases)
     clock,  # clock show|advance (the emulator's)
     tensorboard,  # tensorboard NAME (an experiment's scalars in TensorBoard)
     compare,  # compare PIPELINE (its runs' param.input:* and metric.*)

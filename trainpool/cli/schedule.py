@@ -116,6 +116,40 @@ def _run_jobs(job_name: str, location: str) -> str:
     )
 
 
+def _version(name: str) -> str:
+    """``projects/p/locations/l/models/1000@3`` as ``1000@3``."""
+    return name.rsplit("/", 1)[-1] if name else "-"
+
+
+def gate_column(run: Any) -> str:
+    """What the run's retraining gate did, in a few words: ``promoted 1000@3 (loss 0.41,
+    blessed 1000@2 had 0.45: better by 0.04)``, ``kept blessed 1000@2 (loss 0.47 vs 0.45:
+    worse by 0.02; 1000@4 unpromoted)``, ``failed (...)``; the Model registered without a
+    gate (``upload_model``), else ``-``."""
+    state = short(run.job.state)
+    verdict = run.verdict
+    if state == "FAILED":
+        why = " ".join(str(run.job.error.message).split())
+        return f"failed ({why[:80]})" if why else "failed"
+    if not verdict:
+        return _version(run.registered) if run.registered else "-"
+    metric, mine, theirs = verdict["metric"], verdict["challenger"], verdict.get("blessed")
+    gain = float(verdict.get("improvement") or 0.0)
+    if verdict["decision"] == "promoted":
+        if theirs is None:
+            return f"promoted {_version(verdict['model'])} ({metric} {mine:g}, the first)"
+        return (
+            f"promoted {_version(verdict['model'])} ({metric} {mine:g}, blessed "
+            f"{_version(verdict.get('blessedVersion', ''))} had {theirs:g}: better by {gain:g})"
+        )
+    how = "equal" if gain == 0 else f"worse by {-gain:g}" if gain < 0 else f"only {gain:g} better"
+    kept = f"{_version(verdict['model'])} unpromoted" if verdict["model"] else "not uploaded"
+    return (
+        f"kept blessed {_version(verdict.get('blessedVersion', ''))} ({metric} {mine:g} vs "
+        f"{theirs:g}: {how}; {kept})"
+    )
+
+
 @schedule_app.command("runs")
 def runs_command(
     schedule: Schedule,
@@ -123,9 +157,10 @@ def runs_command(
     location: Location = "us-central1",
     root: Root = None,
 ) -> None:
-    """The schedule's runs, oldest first: state, created, training jobs, model, the Model it
-    registered ("-": none, as when a gate kept the blessed one); then (on the emulator) its
-    log: every run started, queued or skipped, and why."""
+    """The schedule's runs, oldest first: state, created, training jobs, model, and what the
+    retraining gate did: promoted (the version now blessed, both metrics), kept the blessed
+    version (both metrics; the run's version registered unpromoted, or not uploaded), or
+    failed; then (on the emulator) its log: every run started, queued or skipped, and why."""
     import os
 
     from google.api_core import exceptions
@@ -144,7 +179,7 @@ def runs_command(
         fail(str(err), 1)
     typer.echo(f"{s.name} ({s.display_name}): {s.state.name}, {len(found)} run(s)")
     jobs_column = f" {'JOBS':<28}" if on_emulator else ""
-    typer.echo(f"{'RUN':<48} {'STATE':<10} {'CREATED':<20}{jobs_column} MODEL  REGISTERED")
+    typer.echo(f"{'RUN':<48} {'STATE':<10} {'CREATED':<20}{jobs_column} MODEL  GATE")
     for run in found:
         jobs = f" {_run_jobs(run.job.name, location):<28}" if on_emulator else ""
         model = run.model_uri or "-"
@@ -152,7 +187,7 @@ def runs_command(
             model += f" ({to_path(run.model_uri, home.gcs)})"
         typer.echo(
             f"{run.job.name.rsplit('/', 1)[-1]:<48} {short(run.job.state):<10} "
-            f"{when(run.job.create_time):<20}{jobs} {model}  {run.registered or '-'}"
+            f"{when(run.job.create_time):<20}{jobs} {model}  {gate_column(run)}"
         )
     log = home.schedule_log(s.name.rsplit("/", 1)[-1])
     if on_emulator and log.is_file():

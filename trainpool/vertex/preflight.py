@@ -74,6 +74,29 @@ def check_plan(values: Mapping[str, Any], defaults: Mapping[str, Any], location:
     return []
 
 
+GATE_PARAMS = ("metric", "goal", "min_improvement", "alias", "on_worse")
+"""The retraining gate's parameters, the pipeline's ``gate_<name>``."""
+
+
+def check_gate(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[str]:
+    """The retraining gate's parameters (a hostile alias, an unknown goal), refused before
+    the run trains rather than at its last task."""
+    from trainpool.errors import InputError
+    from trainpool.spec import gate
+
+    merged = {**defaults, **values}
+    if not all(f"gate_{name}" in merged for name in GATE_PARAMS):
+        return []
+    given = [merged[f"gate_{name}"] for name in GATE_PARAMS]
+    if isinstance(given[2], int) and not isinstance(given[2], bool):
+        given[2] = float(given[2])
+    try:
+        gate.check(*given)
+    except InputError as err:
+        return [f"--param gate_{problem.field}: {problem.message}" for problem in err.problems]
+    return []
+
+
 def preflight(
     spec: Mapping[str, Any],
     values: Mapping[str, Any],
@@ -88,4 +111,5 @@ def preflight(
         *check_bucket(pipeline_root),
         *check_images(spec, notes if notes is not None else []),
         *check_plan(values, defaults, location),
+        *check_gate(values, defaults),
     ]

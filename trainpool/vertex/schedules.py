@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainpool.errors import InputError
@@ -21,12 +21,16 @@ MODEL_OUTPUT = "model"
 
 @dataclass(frozen=True)
 class ScheduledRun:
-    """A scheduled run: its PipelineJob, its model's URI ("" when it has none yet) and the
-    Model it registered ("" when its upload did not run: a gate that said no)."""
+    """A scheduled run: its PipelineJob, its model's URI ("" when it has none yet), the
+    Model (version) it registered ("" when its upload did not run: a gate that said no) and
+    the retraining gate's verdict."""
 
     job: Any
     model_uri: str
     registered: str = ""
+    verdict: dict[str, Any] = field(default_factory=dict)
+    """The retraining gate's verdict (``promote_model``'s ``verdict`` output: ``decision``,
+    both metrics, the versions); {} when no gate ran to success."""
 
 
 def find(schedule: str, project: str, location: str) -> Any:
@@ -66,7 +70,10 @@ def find(schedule: str, project: str, location: str) -> Any:
 
 
 REGISTERED_OUTPUT = "model_name"
-"""The output of trainpool's ``upload_model`` component that names the Model it registered."""
+"""The output of trainpool's ``upload_model`` and ``promote_model`` components that names the
+Model (version) it registered."""
+VERDICT_OUTPUT = "verdict"
+"""The output of ``promote_model`` (the retraining gate) that holds its verdict."""
 
 
 def model_uri(job: Any) -> str:
@@ -97,7 +104,7 @@ def runs(schedule_name: str, location: str) -> list[ScheduledRun]:
         request={"parent": parent, "filter": f"schedule_name={schedule_name}"}
     )
     jobs = sorted(listed, key=lambda job: job.create_time)
-    return [ScheduledRun(job, model_uri(job), registered(job)) for job in jobs]
+    return [ScheduledRun(job, model_uri(job), registered(job), verdict(job)) for job in jobs]
 
 
 def registered(job: Any) -> str:
@@ -108,3 +115,18 @@ def registered(job: Any) -> str:
         if task.state.name == "SUCCEEDED" and name:
             return str(name)
     return ""
+
+
+def verdict(job: Any) -> dict[str, Any]:
+    """The verdict of the run's retraining gate (``promote_model``'s ``verdict`` output), {}
+    when no gate ran to success."""
+    from google.protobuf import json_format
+
+    for task in job.job_detail.task_details:
+        if task.state.name != "SUCCEEDED":
+            continue
+        metadata = json_format.MessageToDict(type(task.execution).pb(task.execution).metadata)
+        found = metadata.get(f"output:{VERDICT_OUTPUT}")
+        if isinstance(found, dict) and "decision" in found:
+            return found
+    return {}

@@ -4,7 +4,7 @@ Run as ``python -m trainer.task [--epochs 2] [--lr 0.1] [--batch_size 64]``; Ver
 hyperparameter tuning appends ``--lr=0.01`` style arguments (integers may arrive as
 ``64.0``). Every replica trains on its own shard of the same seeded synthetic data;
 the chief reports ``loss`` and ``accuracy`` (cloudml-hypertune format) after every
-epoch and alone writes the checkpoint and the model.
+epoch and alone writes the checkpoint, the model and its final ``metrics.json``.
 
 A retried job resumes: the chief writes ``checkpoint.pt`` (model, optimizer, epoch) to
 ``AIP_CHECKPOINT_DIR`` after every epoch, whole or not at all, and every replica reads it
@@ -18,6 +18,7 @@ than ``--lr 0.001``: a grid sweep over those three has trial ``lr=0.1`` as its b
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -61,6 +62,17 @@ def save(obj: object, directory: str, name: str) -> str:
     torch.save(obj, partial)
     os.replace(partial, os.path.join(local, name))
     return directory + name
+
+
+def write_metrics(metrics: dict[str, float], directory: str) -> None:
+    """The final metrics as ``metrics.json`` beside the model, written whole: what the
+    pipeline's retraining gate compares for a single job (a sweep's trials report theirs)."""
+    local = gcs.local_path(directory)
+    os.makedirs(local, exist_ok=True)
+    partial = os.path.join(local, ".metrics.json.partial")
+    with open(partial, "w", encoding="utf-8") as out:
+        json.dump(metrics, out, sort_keys=True)
+    os.replace(partial, os.path.join(local, "metrics.json"))
 
 
 def resume(
@@ -119,8 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             checkpoint = save(state, checkpoint_dir, "checkpoint.pt")
             hypertune.report_metric("loss", loss, epoch, checkpoint)
             hypertune.report_metric("accuracy", accuracy, epoch, checkpoint)
+    loss, accuracy = evaluate(model.module, inputs, labels)  # every rank: it all-reduces
     if ctx.is_chief:
-        save(model.module.state_dict(), paths.job_dir("model", ctx, hp["output_dir"]), "model.pt")
+        model_dir = paths.job_dir("model", ctx, hp["output_dir"])
+        save(model.module.state_dict(), model_dir, "model.pt")
+        write_metrics({"loss": loss, "accuracy": accuracy}, model_dir)
     dist.destroy_process_group()
     return 0
 
