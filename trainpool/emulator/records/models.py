@@ -41,6 +41,7 @@ from trainpool.emulator.records.database import Database
 from trainpool.emulator.records.kinds import MODEL_VERSIONS, MODELS
 from trainpool.emulator.records.resources import AlreadyExists, Records
 from trainpool.errors import InputError, brief
+from trainpool.spec.gate import ALIAS  # Vertex's alias rule, written once
 
 VERSION = "1"
 MODEL_ID = re.compile(r"^[a-z_][a-z0-9_-]{0,62}$")
@@ -53,7 +54,6 @@ MODEL_ID_RULE = (
     "([a-z_][a-z0-9_-]{0,62}, UploadModelRequest.model_id)"
 )
 DEFAULT = "default"
-ALIAS = re.compile(r"[a-z][a-zA-Z0-9-]{0,126}[a-z0-9]")
 ALIAS_ACCEPTED = (
     "an alias matches [a-z][a-zA-Z0-9-]{0,126}[a-z0-9] (model.proto: a lowercase letter, "
     "then letters, digits and '-', ending in a lowercase letter or digit, 2 to 128 "
