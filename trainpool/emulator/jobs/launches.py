@@ -215,11 +215,13 @@ def emulator_python(root: Path) -> list[Path]:
 
 def _placed(program: Program, root: Path) -> tuple[list[str], dict[str, str], Path]:
     """The program's argv, image ENV and working directory with the stored context's paths
-    moved to the replica's copy of it at ``root``."""
+    moved to the replica's copy of it at ``root`` (its working directory always in it)."""
     if program.context is None:
         return list(program.argv), dict(program.image_env), root
     old = program.context
     argv = [relocate(arg, old, root) for arg in program.argv]
     env = {k: relocate(v, old, root) for k, v in program.image_env.items()}
-    cwd = Path(relocate(str(program.cwd or old), old, root))
-    return argv, env, cwd
+    cwd = program.cwd if program.cwd is not None and program.cwd.is_relative_to(old) else old
+    # a WORKDIR outside the image's own files (none: "/") is the replica's own copy, as a
+    # container's "/" is its own; never a folder of this machine that replicas would share
+    return argv, env, Path(relocate(str(cwd), old, root))
