@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import random
+import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from trainpool.cluster_env import build_env, local_hosts, vertex_hosts
+from trainpool.cluster_env import addresses, build_env, local_hosts, vertex_hosts
 
 RS = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
 SETTINGS: dict[str, Any] = {"job_id": "4711", "project": "123456789012", "region": "us-central1"}
@@ -171,6 +174,37 @@ def test_local_hosts_are_distinct_loopback_ports() -> None:
     every = [h for p in hosts for h in hosts[p]]
     assert all(h.startswith("127.0.0.1:") for h in every)
     assert len({h.rsplit(":", 1)[1] for h in every}) == 6
+
+
+def test_local_ports_are_below_the_range_the_kernel_hands_out_by_itself() -> None:
+    # a port of the ephemeral range can become the source port of any outgoing connection
+    # (a worker's own connect to its not-yet-listening chief included) before the replica binds
+    low, _ = addresses.ephemeral_range()
+    ports = [int(h.rsplit(":", 1)[1]) for p in local_hosts(pools(1, 7)).values() for h in p]
+    assert all(addresses.LOWEST_PORT <= port < low for port in ports), ports
+
+
+def test_a_port_in_use_is_skipped_and_none_is_given_twice_in_a_row() -> None:
+    rng = random.Random(7)
+    start = random.Random(7).randrange(addresses.LOWEST_PORT, addresses.ephemeral_range()[0])
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", start))
+        taken.listen()
+        first = addresses.free_ports(3, rng=rng)
+    assert start not in first and len(set(first)) == 3
+    again = addresses.free_ports(3, rng=random.Random(7))
+    assert not set(again) & set(first)
+
+
+def test_no_room_below_the_ephemeral_range_is_a_clear_error(tmp_path: Path) -> None:
+    narrow = tmp_path / "ip_local_port_range"
+    narrow.write_text("10002\t60999\n")
+    assert addresses.ephemeral_range(narrow) == (10002, 60999)
+    assert addresses.ephemeral_range(tmp_path / "absent") == (32768, 60999)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(addresses, "ephemeral_range", lambda: (10002, 60999))
+        with pytest.raises(OSError, match="no free ports: the ephemeral range starts at 10002"):
+            addresses.free_ports(3)
 
 
 @pytest.mark.parametrize(

@@ -92,8 +92,8 @@ def create(client: Any, pools: list[dict[str, Any]], **spec: Any) -> Any:
     return client.create_custom_job(parent=PARENT, custom_job=job)
 
 
-def wait(client: Any, name: str, timeout: float = 30.0) -> Any:
-    return wait_job(client.get_custom_job, name, timeout)
+def wait(client: Any, name: str, timeout: float = 30.0, logs: Path | None = None) -> Any:
+    return wait_job(client.get_custom_job, name, timeout, logs=logs)
 
 
 def records(root: Path, names: list[str], timeout: float = 20.0) -> dict[str, Any]:
@@ -295,7 +295,7 @@ def test_pytorch_ddp_example_on_three_replicas(client: Any, root: Path) -> None:
         for n in (1, 2)
     ]
     job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://bkt/ddp"})
-    done = wait(client, job.name, timeout=280)
+    done = wait(client, job.name, timeout=280, logs=job_dir(root, job))
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
     assert (root / "gcs/bkt/ddp/model/model.pt").is_file()
     for rank, name in enumerate(["workerpool0-0", "workerpool1-0", "workerpool1-1"]):

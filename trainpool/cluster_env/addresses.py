@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import random
 import socket
+import threading
+from collections import deque
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from trainpool.cluster_env.layout import pool_specs, replica_count
@@ -28,15 +32,70 @@ def vertex_hosts(job_spec: dict[str, Any], job_hash: str = "ab12cd34ef") -> dict
     }
 
 
-def local_hosts(job_spec: dict[str, Any], address: str = "127.0.0.1") -> dict[int, list[str]]:
-    """``127.0.0.1:<port>`` for every replica, all ports distinct and free when chosen."""
-    counts = _counts(job_spec)
-    with ExitStack() as stack:
-        ports: list[int] = []
-        for _ in range(sum(counts.values())):
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+"""Linux's range of ports it hands out by itself (Linux's default: 32768-60999)."""
+
+LOWEST_PORT = 10000
+"""The lowest port :func:`local_hosts` gives (below it sit many well-known services)."""
+
+_given: deque[int] = deque(maxlen=4096)
+"""Ports this process gave lately, not given again while another job may still hold them."""
+_given_lock = threading.Lock()
+
+
+def ephemeral_range(path: Path = EPHEMERAL_RANGE) -> tuple[int, int]:
+    """The ports the kernel picks for ``bind(0)`` and for the source of an outgoing connection."""
+    try:
+        low, high = (int(part) for part in path.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default; macOS and Windows start higher (49152)
+    return low, high
+
+
+def free_ports(
+    count: int, address: str = "127.0.0.1", *, rng: random.Random | None = None
+) -> list[int]:
+    """``count`` distinct ports on ``address``, free now and outside the ephemeral range.
+
+    A replica binds its port seconds after it is chosen (its Python is made first, its
+    packages installed). A port of the ephemeral range may be taken in between by any
+    program's outgoing connection, or by the replica's own connection to it: a TCP client
+    that connects to a loopback port nobody listens on yet can get that same port as its
+    source and connect to itself, and a PyTorch worker doing so waits for a chief that can
+    no longer listen there until its rendezvous times out. The kernel never hands out a
+    port below the ephemeral range by itself, so only a program that asks for it by number
+    can take it; these start at a random place, and no port is given twice in a row.
+    """
+    low = LOWEST_PORT
+    high = ephemeral_range()[0] - 1
+    if high - low < count:
+        raise OSError(f"no free ports: the ephemeral range starts at {high + 1}")
+    rng = rng or random.Random()
+    start = rng.randrange(low, high + 1)
+    span = high - low + 1
+    ports: list[int] = []
+    with _given_lock, ExitStack() as stack:
+        for step in range(span):
+            port = low + (start - low + step) % span
+            if port in _given:
+                continue
             sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind((address, 0))
-            ports.append(sock.getsockname()[1])
+            try:
+                sock.bind((address, port))  # without SO_REUSEADDR: refused while in TIME_WAIT too
+            except OSError:
+                continue
+            ports.append(port)
+            if len(ports) == count:
+                _given.extend(ports)
+                return ports
+    raise OSError(f"no {count} free ports on {address} between {low} and {high}")
+
+
+def local_hosts(job_spec: dict[str, Any], address: str = "127.0.0.1") -> dict[int, list[str]]:
+    """``127.0.0.1:<port>`` for every replica, all ports distinct and free when chosen
+    (see :func:`free_ports`)."""
+    counts = _counts(job_spec)
+    ports = free_ports(sum(counts.values()), address)
     hosts: dict[int, list[str]] = {}
     for pool, n in counts.items():
         hosts[pool] = [f"{address}:{ports.pop(0)}" for _ in range(n)]
