@@ -41,18 +41,26 @@ class Rule:
     why: str
 
 
-LOCAL = "replicas are processes of this machine"
+LOCAL = "replicas run on this machine (its processes, or containers of its engine)"
 _SPEC_RULES = {
-    "worker_pool_specs.container_spec": Rule(APPLIED, "jobs/launches.py: its command runs"),
-    "worker_pool_specs.python_package_spec": Rule(
-        APPLIED, "jobs/launches.py, jobs/packages.py: its packages are installed and run"
+    "worker_pool_specs.container_spec": Rule(
+        APPLIED,
+        "jobs/containers.py: a container of its image where the container engine has it "
+        "(ENTRYPOINT, CMD, WORKDIR, ENV, USER; command and args override them), else "
+        "jobs/launches.py: its command runs in a process imitating the image (RUN steps not "
+        "run); an image the engine lacks is not pulled",
     ),
-    "worker_pool_specs.replica_count": Rule(APPLIED, "one local process per replica"),
+    "worker_pool_specs.python_package_spec": Rule(
+        APPLIED,
+        "jobs/launches.py, jobs/packages.py: its packages are installed and run, in the "
+        "executor image's stand-in (a process, even where the container engine has the image)",
+    ),
+    "worker_pool_specs.replica_count": Rule(APPLIED, "one local process or container per replica"),
     "worker_pool_specs.machine_spec": Rule(
         LOGGED,
         f"checked against the catalog by Vertex's rules (plan/); {LOCAL}, with its CPUs and "
-        "memory and no accelerator, whatever machine, accelerator, partition, TPU topology or "
-        "reservation is asked",
+        "memory and no accelerator (no memory limit, no GPU passed to a container), whatever "
+        "machine, accelerator, partition, TPU topology or reservation is asked",
     ),
     "worker_pool_specs.disk_spec": Rule(
         LOGGED,

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from trainpool.home import Home, JobFiles
+
+if TYPE_CHECKING:
+    from trainpool.emulator.jobs.containers import ContainerEngine
 
 
 @dataclass(frozen=True)
@@ -28,3 +32,7 @@ class JobContext:
     proxy_address: str = ""
     """This emulator's REST door and HTTPS proxy, which every other client of a replica is
     pointed at as under ``trainpool exec`` (:func:`.vertex_access.https_env`; "": none)."""
+    containers: ContainerEngine | None = None
+    """The container engine replicas of its images run on (:mod:`.containers`); None: none."""
+    no_containers: str = ""
+    """Why there is no engine ("" when there is one), for the job log."""

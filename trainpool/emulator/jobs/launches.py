@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.cluster_env import base_env, build_env, layout, local_hosts
-from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV
+from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV, VERTEX_MOUNT
 from trainpool.emulator.jobs import (
     gcs_mount,
     replica_python,
@@ -36,6 +36,7 @@ from trainpool.emulator.jobs import (
     vertex_access,
     web_access,
 )
+from trainpool.emulator.jobs.container_specs import ContainerLaunch
 from trainpool.emulator.jobs.job_context import JobContext
 from trainpool.emulator.jobs.processes import Launch
 from trainpool.emulator.jobs.programs import REPLICA_PYTHON, Program, program_for
@@ -55,7 +56,7 @@ def plan_launches(
     mount = gcs_mount.mount()
     _job_notes(spec, ctx, mount, note)
     stores = (ctx.home.images, ctx.home.environments, *emulator_python(ctx.home.root))
-    programs: dict[int, tuple[Program, replica_python.Base]] = {}
+    programs: dict[int, tuple[Program, replica_python.Base | None]] = {}
     launches = []
     for pool, index in layout.replicas(spec):
         pool_spec = pools[pool]
@@ -73,6 +74,10 @@ def plan_launches(
         # made before any replica starts: cloudml-hypertune's check-then-makedirs of this
         # folder races between replicas that share it (each has its own on Vertex)
         ctx.files.metric_file(name).parent.mkdir(parents=True, exist_ok=True)
+        if program.container is not None:
+            launches.append(_container_launch(spec, pool, index, hosts, ctx, program))
+            continue
+        assert base is not None
         home = ctx.files.replica_home(name)
         layer = replica_python.Layer(ctx.files.replica_python(name), base)
         workdir = Workdir(ctx.files.replica_workdir(name), program.context, home, layer)
@@ -108,6 +113,11 @@ def _job_notes(
 ) -> None:
     """What the job log says once of every replica: /gcs, the storage door, the API, the
     replicas' shells."""
+    if ctx.containers is None:
+        note(
+            f"replicas run as processes of this machine that imitate their images "
+            f"({ctx.no_containers or 'no container engine'})"
+        )
     if mount.why:
         note(f"/gcs is not available to replicas on this machine: {mount.why}")
     elif mount.read_only_why:
@@ -131,9 +141,17 @@ def _job_notes(
 
 def _pool_program(
     pool: int, pool_spec: dict[str, Any], ctx: JobContext, note: Callable[[str], None]
-) -> tuple[Program, replica_python.Base]:
-    """How pool ``pool`` runs, and the read-only Python its replicas' own layers go over."""
+) -> tuple[Program, replica_python.Base | None]:
+    """How pool ``pool`` runs, and the read-only Python its replicas' own layers go over
+    (None for containers: the image's Python is theirs)."""
     program = program_for(pool, pool_spec, ctx, note)
+    if program.container is not None:
+        assert ctx.containers is not None
+        note(
+            f"workerpool{pool}: each replica is a container of {program.container.image.ref} "
+            f"({program.container.image.digest}) on {ctx.containers.describe}"
+        )
+        return program, None
     base = (
         replica_python.make_base(ctx.files.pool_python(pool), program.sites)
         if program.read_only  # the job's own packages: a base of the job's own
@@ -225,3 +243,86 @@ def _placed(program: Program, root: Path) -> tuple[list[str], dict[str, str], Pa
     # a WORKDIR outside the image's own files (none: "/") is the replica's own copy, as a
     # container's "/" is its own; never a folder of this machine that replicas would share
     return argv, env, Path(relocate(str(cwd), old, root))
+
+
+def _container_launch(
+    spec: dict[str, Any],
+    pool: int,
+    index: int,
+    hosts: dict[int, list[str]],
+    ctx: JobContext,
+    program: Program,
+) -> Launch:
+    """Replica ``index`` of ``pool`` as a container of its image (:mod:`.containers`): the
+    image's environment, then the pool's ``env``, Vertex's variables and what points Google's
+    clients at the emulator, as for a process; its files at the paths those variables name."""
+    run = program.container
+    assert run is not None
+    name = f"workerpool{pool}-{index}"
+    home = ctx.files.replica_home(name)
+    home.mkdir(parents=True, exist_ok=True)
+    env = dict(program.pool_env)
+    env.update(
+        build_env(
+            spec,
+            pool,
+            index,
+            hosts=hosts,
+            trial_id=ctx.trial_id,
+            job_id=ctx.job_id,
+            project=ctx.project,
+            region=ctx.region,
+            metric_file=str(ctx.files.metric_file(name)),
+        )
+    )
+    given = storage_access.storage_env(ctx.storage_env, ctx.project, home)
+    env.update(given)
+    path = {"PYTHONPATH": env.get("PYTHONPATH", program.image_env.get("PYTHONPATH", ""))}
+    for more in (
+        vertex_access.vertex_env(ctx.vertex_address, spec, ctx.region, path),
+        vertex_access.https_env(ctx, name, {**program.image_env, **env}),
+    ):
+        env.update(more)
+        given.update(more)
+    env[LOCAL_ROOT_ENV] = VERTEX_MOUNT
+    env["PYTHONUNBUFFERED"] = "1"
+    binds = [
+        (str(ctx.home.gcs), VERTEX_MOUNT, False),
+        (str(ctx.home.root.resolve()), str(ctx.home.root.resolve()), True),
+        (str(ctx.files.dir.resolve()), str(ctx.files.dir.resolve()), False),
+    ]
+    binds += [(p, p, True) for p in _outside(given, [b[0] for b in binds])]
+    labels = {"org.trainpool.job": ctx.job_id, "org.trainpool.replica": name}
+    if ctx.trial_id:
+        labels["org.trainpool.trial"] = str(ctx.trial_id)
+    return Launch(
+        name,
+        pool,
+        [*run.command, *run.args],
+        env,
+        ctx.files.dir,
+        ctx.files.replica_log(name),
+        entries=ctx.files.replica_entries(name),
+        container=ContainerLaunch(
+            run.image,
+            entrypoint=run.command or None,
+            command=run.args or None,
+            binds=tuple(binds),
+            labels=labels,
+        ),
+    )
+
+
+def _outside(env: dict[str, str], bound: list[str]) -> list[str]:
+    """The existing paths of this machine that ``env``'s values name (as a path or a
+    ``PATH``-like list) outside every folder of ``bound``: bound at their own paths too."""
+    found: dict[str, None] = {}
+    for value in env.values():
+        for part in value.split(os.pathsep):
+            if not os.path.isabs(part) or not os.path.exists(part):
+                continue
+            real = os.path.realpath(part)
+            if any(real == b or real.startswith(b.rstrip("/") + "/") for b in bound):
+                continue
+            found[real] = None
+    return sorted(found)

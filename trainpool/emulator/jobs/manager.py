@@ -22,7 +22,8 @@ from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.rpc import status_pb2
 
-from trainpool.emulator.jobs import processes
+from trainpool.emulator.jobs import containers, processes
+from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.engine import Engine
 from trainpool.emulator.jobs.failure_rules import CODE_INTERNAL
@@ -71,10 +72,15 @@ class JobManager:
         state: EmulatorState,
         max_replicas: int | None = None,
         runner: ReplicaRunner = HOST_PROCESSES,
+        containers: ContainerEngine | None = None,
+        no_containers: str = "",
     ) -> None:
         self.state = state
         self.runner = runner
         """How every job's replicas run (:mod:`trainpool.emulator.jobs.runners`)."""
+        self.containers = containers
+        """The container engine ``runner`` starts containers on (None: none answered)."""
+        self.no_containers = no_containers
         self.records = state.records
         self.kill = state.faults.kill
         self.engine = Engine()
@@ -132,6 +138,8 @@ class JobManager:
             vertex_address=self.state.address,
             rest_address=self.state.rest_address,
             proxy_address=self.state.proxy_address,
+            containers=self.containers,
+            no_containers=self.no_containers,
         )
 
     # processes
@@ -339,9 +347,15 @@ def _insert_groups(conn: Any, name: str, replicas: list[Replica]) -> None:
 
 def start_job_manager(state: EmulatorState, max_replicas: int | None = None) -> JobManager:
     """The one JobManager of ``state``'s emulator (``max_replicas`` replicas at once, else the
-    default quota): it recovers what a dead server left running, and stops every job when
-    the emulator stops."""
-    manager = JobManager(state, max_replicas)
+    default quota), its replicas containers where an engine answers (:mod:`.containers`):
+    it recovers what a dead server left running, and stops every job when the emulator
+    stops."""
+    engine, why = containers.connect()
+    if engine is None:
+        manager = JobManager(state, max_replicas, no_containers=why)
+    else:
+        runner = containers.ContainerRunner(engine, state.root)
+        manager = JobManager(state, max_replicas, runner=runner, containers=engine)
     manager.recover()
     state.on_close(manager.shutdown)
     return manager

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainpool.cluster_env.gcs import VERTEX_MOUNT
+from trainpool.emulator.jobs.container_specs import ContainerLaunch
 from trainpool.emulator.jobs.workdirs import Workdir
 
 TERMINATE_GRACE_S = 2.0
@@ -117,6 +118,8 @@ class Launch:
     guard's pumps, :mod:`trainpool.emulator.jobs.replica_guard`); None: the log only."""
     web_access: str = ""
     """The URI of the replica's interactive shell (``enableWebAccess``); "" when none."""
+    container: ContainerLaunch | None = None
+    """The container it runs as (:mod:`.containers`); None: a process of this machine."""
 
 
 class Replica:

@@ -1,6 +1,8 @@
 """How one pool of a CustomJobSpec (REST JSON) runs: a :class:`Program`.
 
 A pool runs, in this order of preference:
+- ``containerSpec`` whose image the container engine has: containers of it
+  (:mod:`.containers`), the real thing;
 - ``pythonPackageSpec``: ``python -m MODULE ARGS``, its packages installed with their
   dependencies (:mod:`.packages`) over the executor image's environment: a prebuilt
   training image's local stand-in (:mod:`.environments`), else this machine's clean Python;
@@ -29,6 +31,7 @@ from typing import Any
 
 from trainpool.catalog import prebuilt_image
 from trainpool.emulator.jobs import environments, packages, replica_python
+from trainpool.emulator.jobs.container_specs import EngineImage
 from trainpool.emulator.jobs.job_context import JobContext
 from trainpool.errors import InputError
 from trainpool.images import image_store
@@ -64,6 +67,17 @@ class Program:
     """The pool's own folders replicas must not change (its installed packages)."""
     python: str = ""
     """What the pool's Python is, for the job log."""
+    container: ContainerRun | None = None
+    """The image and overrides of a pool that runs as containers (then the rest is unused)."""
+
+
+@dataclass(frozen=True)
+class ContainerRun:
+    """A pool as containers of ``image``: ``command`` replaces its ENTRYPOINT, ``args`` its CMD."""
+
+    image: EngineImage
+    command: list[str]
+    args: list[str]
 
 
 def _env_list(items: list[dict[str, Any]] | None) -> dict[str, str]:
@@ -75,13 +89,22 @@ def program_for(
 ) -> Program:
     """The command, files, Python and extra environment of one pool."""
     package = pool_spec.get("pythonPackageSpec")
-    if package:
-        return _package_program(pool, package, ctx, note)
     container = pool_spec.get("containerSpec") or {}
     image_uri = container.get("imageUri", "")
     command = list(container.get("command", []))
     args = list(container.get("args", []))
     env = _env_list(container.get("env"))
+    engine_image = ctx.containers.image(image_uri) if ctx.containers and image_uri else None
+    if engine_image is not None:
+        return Program(
+            command + args,
+            engine_image.env,
+            env,
+            python=f"containers of {image_uri} ({engine_image.digest})",
+            container=ContainerRun(engine_image, command, args),
+        )
+    if package:
+        return _package_program(pool, package, ctx, note)
     prebuilt = prebuilt_image(image_uri) if image_uri else None
     if prebuilt is not None:
         if not command:

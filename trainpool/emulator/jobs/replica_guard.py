@@ -204,7 +204,7 @@ class Pump:
         self.pending = rest
         if not lines:
             return
-        stamp = _now()
+        stamp = now_rfc3339()
         out = []
         for line in lines:
             for start in range(0, max(len(line), 1), MAX_LINE):
@@ -222,7 +222,8 @@ class Pump:
         os.close(self.entries)
 
 
-def _now() -> str:
+def now_rfc3339() -> str:
+    """This moment in RFC 3339, to the microsecond, as log entries carry it."""
     now = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 

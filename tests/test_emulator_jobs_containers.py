@@ -1,0 +1,310 @@
+"""Replicas as containers of their images, on a real engine (``jobs/containers.py``).
+
+What Vertex does, with its source: a replica is a container of its pool's image; the
+image's ENTRYPOINT, CMD, WORKDIR, ENV and USER hold, ``containerSpec.command`` overrides
+the ENTRYPOINT and ``args`` the CMD (``ContainerSpec``, google/cloud/aiplatform/v1/
+custom_job.proto; Google's "Configure container settings for custom training"); the
+pool's ``env`` is added to the image's; ``CLUSTER_SPEC`` names every replica's address
+(Google's "Distributed training" page); exit 1 fails the job at once; a cancelled job's
+replicas get SIGTERM first. Skipped, saying why, where no engine answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.engine import build, ours
+from fixtures.jobs import wait_job
+from fixtures.vertex import PARENT
+from google.cloud.aiplatform_v1.types.job_state import JobState
+
+import trainpool.emulator as emulator
+from trainpool.emulator.jobs import containers
+from trainpool.emulator.jobs.containers import ContainerEngine
+from trainpool.vertex.clients import job_client
+
+TASK = r"""
+import json, os, pathlib, signal, socket, sys, time
+
+spec = json.loads(os.environ["CLUSTER_SPEC"])
+task = spec["task"]
+name = f"{task['type']}-{task['index']}"
+mode = sys.argv[1] if len(sys.argv) > 1 else "none"
+if mode == "report":
+    built = pathlib.Path("/opt/built.txt").read_text().strip()
+    keys = ["GREETING", "FROM_POOL", "CLOUD_ML_JOB_ID", "AIP_MODEL_DIR", "HOME", "PATH"]
+    record = {"argv": sys.argv, "cwd": os.getcwd(), "uid": os.getuid(), "built": built,
+              "task": task, "env": {k: os.environ.get(k) for k in keys},
+              "gcs": os.path.isdir("/gcs")}
+    print("RECORD " + json.dumps(record), flush=True)
+    print("to stderr", file=sys.stderr, flush=True)
+elif mode == "ring":
+    cluster = spec["cluster"]
+    chief = cluster["workerpool0"][0]
+    host, port = chief.rsplit(":", 1)
+    if task["type"] == "workerpool0":
+        server = socket.create_server((host, int(port)))
+        server.settimeout(120)
+        seen = []
+        while len(seen) < len(cluster["workerpool1"]):
+            conn, _ = server.accept()
+            seen.append(conn.recv(100).decode())
+            conn.close()
+        out = pathlib.Path("/gcs/bkt")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "ring.json").write_text(json.dumps({"chief": chief, "seen": sorted(seen)}))
+    else:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with socket.create_connection((host, int(port)), timeout=5) as conn:
+                    conn.sendall(name.encode())
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+elif mode == "sleep":
+    def stop(*_):
+        out = pathlib.Path("/gcs/bkt/term")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text("SIGTERM")
+        sys.exit(143)
+    signal.signal(signal.SIGTERM, stop)
+    print("sleeping", flush=True)
+    time.sleep(600)
+elif mode == "exit":
+    print("exiting with", sys.argv[2], flush=True)
+    sys.exit(int(sys.argv[2]))
+"""
+
+
+def dockerfile(base: str, user: str = "") -> str:
+    lines = [
+        f"FROM {base}",
+        "RUN echo built-by-a-run-step > /opt/built.txt",
+        "WORKDIR /opt/trainer",
+        "COPY task.py /opt/trainer/task.py",
+        "ENV GREETING=from-the-image",
+        *([f"USER {user}"] if user else []),
+        'ENTRYPOINT ["python", "task.py"]',
+        'CMD ["report", "--from-cmd"]',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def image(engine: ContainerEngine, python_base: str) -> str:
+    tag = "trainpool-test/containers:report"
+    build(engine, tag, {"Dockerfile": dockerfile(python_base, user="4321"), "task.py": TASK})
+    return tag
+
+
+@pytest.fixture(scope="module")
+def root_image(engine: ContainerEngine, python_base: str) -> str:
+    tag = "trainpool-test/containers:root"
+    build(engine, tag, {"Dockerfile": dockerfile(python_base), "task.py": TASK})
+    return tag
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "root"
+
+
+@pytest.fixture
+def client(root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with emulator.start(root) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        yield job_client("us-central1")
+
+
+def pool(count: int, image_uri: str, **container: Any) -> dict[str, Any]:
+    return {
+        "replica_count": count,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": image_uri, **container},
+    }
+
+
+def create(client: Any, pools: list[dict[str, Any]], **spec: Any) -> Any:
+    job = {"display_name": "job", "job_spec": {"worker_pool_specs": pools, **spec}}
+    return client.create_custom_job(parent=PARENT, custom_job=job)
+
+
+def job_dir(root: Path, job: Any) -> Path:
+    return root / "jobs" / job.name.rsplit("/", 1)[-1]
+
+
+def wait(client: Any, root: Path, job: Any, timeout: float = 120.0) -> Any:
+    return wait_job(client.get_custom_job, job.name, timeout, logs=job_dir(root, job))
+
+
+def entries(root: Path, job: Any, name: str) -> list[dict[str, Any]]:
+    """Replica ``name``'s log entries: a line of one stream each (its log mixes the two)."""
+    path = job_dir(root, job) / "entries" / f"{name}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def records(root: Path, job: Any, name: str) -> dict[str, Any]:
+    found = [e["m"] for e in entries(root, job, name) if e["m"].startswith("RECORD ")]
+    assert len(found) == 1, entries(root, job, name)
+    return dict(json.loads(found[0][len("RECORD ") :]))
+
+
+@pytest.mark.timeout(600)
+def test_a_pool_runs_as_containers_of_its_image_with_vertexs_overrides(
+    client: Any,
+    root: Path,
+    engine: ContainerEngine,
+    image: str,
+) -> None:
+    pools = [
+        pool(1, image),  # the image's ENTRYPOINT and CMD
+        pool(2, image, args=["report", "--from-args"], env=[{"name": "FROM_POOL", "value": "1"}]),
+        {},
+        pool(1, image, command=["python", "task.py"]),  # command drops the CMD too
+    ]
+    job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://bkt/out"})
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    job_id = job.name.rsplit("/", 1)[-1]
+    chief = records(root, job, "workerpool0-0")
+    assert chief["argv"] == ["task.py", "report", "--from-cmd"]
+    assert chief["cwd"] == "/opt/trainer" and chief["uid"] == 4321  # WORKDIR, USER
+    assert chief["built"] == "built-by-a-run-step"  # the RUN step ran
+    assert chief["env"]["GREETING"] == "from-the-image" and chief["env"]["FROM_POOL"] is None
+    assert chief["env"]["CLOUD_ML_JOB_ID"] == job_id
+    assert chief["env"]["AIP_MODEL_DIR"] == "gs://bkt/out/model/"
+    assert chief["env"]["PATH"].startswith("/usr/local/bin:")  # the image's, not this machine's
+    assert chief["task"] == {"type": "workerpool0", "index": 0}
+    assert chief["gcs"] is True
+    for index in (0, 1):
+        worker = records(root, job, f"workerpool1-{index}")
+        assert worker["argv"] == ["task.py", "report", "--from-args"]
+        assert worker["env"]["FROM_POOL"] == "1"
+        assert worker["task"] == {"type": "workerpool1", "index": index}
+    evaluator = (job_dir(root, job) / "workerpool3-0.log").read_text()
+    assert "RECORD" not in evaluator  # `python task.py` alone: no CMD, mode "none"
+    log = (job_dir(root, job) / "job.log").read_text()
+    digest = engine.image(image)
+    assert digest is not None
+    assert f"workerpool0: each replica is a container of {image} ({digest.digest}) on " in log
+    assert engine.describe in log
+    streams = [(e["s"], e["m"][:6]) for e in entries(root, job, "workerpool0-0")]
+    assert sorted(streams) == [("e", "to std"), ("o", "RECORD")]
+    assert ours(engine, root) == []  # each container removed once it ended
+
+
+@pytest.mark.timeout(600)
+def test_replicas_reach_one_another_at_their_cluster_spec_addresses(
+    client: Any,
+    root: Path,
+    engine: ContainerEngine,
+    root_image: str,
+) -> None:
+    pools = [pool(1, root_image, args=["ring"]), pool(2, root_image, args=["ring"])]
+    job = create(client, pools)
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    ring = json.loads((root / "gcs" / "bkt" / "ring.json").read_text())  # /gcs is the store
+    assert ring["seen"] == ["workerpool1-0", "workerpool1-1"]
+    assert ring["chief"].startswith("127.0.0.1:")
+
+
+@pytest.mark.timeout(600)
+def test_exit_1_fails_the_job_at_once_and_leaves_no_container(
+    client: Any,
+    root: Path,
+    engine: ContainerEngine,
+    root_image: str,
+) -> None:
+    pools = [pool(1, root_image, args=["sleep"]), pool(1, root_image, args=["exit", "1"])]
+    job = create(client, pools)
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_FAILED
+    assert done.error.message.splitlines()[0] == (
+        "The replica workerpool1-0 exited with a non-zero status of 1. Termination reason: Error."
+    )
+    assert ours(engine, root) == []
+
+
+@pytest.mark.timeout(600)
+def test_cancel_sends_sigterm_then_removes_every_container(
+    client: Any,
+    root: Path,
+    engine: ContainerEngine,
+    root_image: str,
+) -> None:
+    job = create(client, [pool(1, root_image, args=["sleep"]), pool(2, root_image, args=["sleep"])])
+    names = ["workerpool0-0", "workerpool1-0", "workerpool1-1"]
+    deadline = time.monotonic() + 120
+    logs = [job_dir(root, job) / f"{n}.log" for n in names]
+    while not all(p.exists() and "sleeping" in p.read_text() for p in logs):
+        assert time.monotonic() < deadline, [p.read_text() for p in logs if p.exists()]
+        time.sleep(0.1)
+    assert len(ours(engine, root)) == 3
+    client.cancel_custom_job(name=job.name)
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_CANCELLED
+    term = root / "gcs" / "bkt" / "term"
+    assert sorted(os.listdir(term)) == names  # each got SIGTERM before any SIGKILL
+    assert ours(engine, root) == []
+
+
+@pytest.mark.timeout(300)
+def test_an_earlier_emulators_containers_are_removed_at_start_and_no_one_elses(
+    tmp_path: Path,
+    engine: ContainerEngine,
+    root_image: str,
+) -> None:
+    root, other = tmp_path / "root", tmp_path / "other"
+    run = engine.client.containers.run
+    left = run(
+        root_image,
+        entrypoint=["sleep", "600"],
+        detach=True,
+        labels={containers.STORE_LABEL: containers.store_id(root)},
+    )
+    theirs = run(
+        root_image,
+        entrypoint=["sleep", "600"],
+        detach=True,
+        labels={containers.STORE_LABEL: containers.store_id(other)},
+    )
+    try:
+        with emulator.start(root):
+            assert ours(engine, root) == []
+            theirs.reload()
+            assert theirs.status == "running"
+    finally:
+        for container in (left, theirs):
+            try:
+                container.remove(force=True)
+            except Exception:  # noqa: BLE001 - already removed
+                pass
+
+
+def test_without_an_engine_replicas_are_processes_and_the_job_log_says_why(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(containers.SWITCH_ENV, "off")
+    with emulator.start(root) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        command = ["python3", "-c", "print('a process')"]
+        job = create(client, [pool(1, "trainpool-test/containers:root", command=command)])
+        done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    log = (job_dir(root, job) / "job.log").read_text()
+    assert (
+        "replicas run as processes of this machine that imitate their images "
+        f"({containers.SWITCH_ENV}=off)"
+    ) in log
+    assert "a process" in (job_dir(root, job) / "workerpool0-0.log").read_text()

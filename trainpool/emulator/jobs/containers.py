@@ -1,0 +1,346 @@
+"""Replicas as containers of their images, on a Docker-compatible engine (Docker, Podman).
+
+On Vertex a replica is a container of its pool's image. Where a container engine answers,
+so is it here: :func:`connect` finds the engine as the ``docker`` command and kfp.local's
+``DockerRunner`` find it (``DOCKER_HOST``, else Docker's socket ``/var/run/docker.sock``,
+else Podman's Docker-compatible socket), through docker-py, the Docker SDK for Python
+that kfp.local and Kubeflow's trainer drive their containers with. ``TRAINPOOL_CONTAINERS=off``
+keeps every replica a process of this machine.
+
+A pool whose ``containerSpec.imageUri`` is an image the engine has (``docker build -t``,
+``docker pull``, ``docker load``) runs as containers of it (:class:`ContainerRunner`),
+as Vertex runs it:
+
+- the image's ENTRYPOINT, CMD, WORKDIR, ENV and USER are the container's; ``command``
+  replaces the ENTRYPOINT (and its CMD), ``args`` replace the CMD ("It overrides the
+  entrypoint instruction in Dockerfile when provided", ``ContainerSpec`` in
+  ``google/cloud/aiplatform/v1/custom_job.proto``; Google's "Configure container settings
+  for custom training" page);
+- the environment is the image's, then the pool's ``env``, then Vertex's variables
+  (``CLUSTER_SPEC``, ``TF_CONFIG``, ``AIP_*``, ``CLOUD_ML_*``), then what points Google's
+  clients at this emulator, as for a replica process (:mod:`.launches`);
+- the network is this machine's, so the replicas reach one another at the loopback
+  addresses of ``CLUSTER_SPEC`` and the emulator at its own; no other address is made;
+- ``/gcs`` is the local store's buckets, read-write, as Cloud Storage FUSE shows them; the
+  store itself, the job's own folder and Google's client hook are bound at their own paths
+  (the first read-only), for what the environment names there (the CA bundle that trusts
+  the emulator's HTTPS proxy, gcloud's and gsutil's configuration, the metric file);
+- every line the container writes goes to the replica's log and becomes a log entry,
+  as from a replica process (:mod:`.replica_guard`'s format);
+- stopping is SIGTERM, the grace period, then SIGKILL, as for a process; the exit status
+  is the container's (128 + signal for a death by signal), and a container the kernel
+  killed for memory ends 137 with a line saying so in its log;
+- a container is waited on before it is removed, never removed first (kfp.local's
+  ``DockerRunner`` uses ``auto_remove`` and counts a container gone before ``wait()`` as
+  a success, exit 0); an engine that goes away ends the replica 125, naming the engine;
+- each container carries the labels :data:`STORE_LABEL` (this store), ``org.trainpool.job``
+  and ``org.trainpool.replica``; the emulator that opens the store removes what an earlier one
+  left (:meth:`ContainerRunner.clean_up`).
+
+A pool whose image the engine does not have runs as before, as processes of this machine
+that imitate the image (:data:`~.runners.HOST_PROCESSES`); the job log says which ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from trainpool.emulator.jobs import replica_guard
+from trainpool.emulator.jobs.container_specs import EngineImage
+from trainpool.emulator.jobs.processes import TERMINATE_GRACE_S, Launch, ProcessId, Replica
+from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
+
+SWITCH_ENV = "TRAINPOOL_CONTAINERS"
+"""``off`` (or ``0``, ``no``): never run a replica in a container."""
+DOCKER_SOCKET = "/var/run/docker.sock"
+PODMAN_SOCKETS = ("/run/podman/podman.sock", "{runtime}/podman/podman.sock")
+STORE_LABEL = "org.trainpool.store"
+"""The label every container of the emulator carries: its store's id (:func:`store_id`)."""
+CALL_TIMEOUT_S = 60
+"""docker-py's timeout for one call to the engine (never for following a container)."""
+ENGINE_LOST = 125
+"""The status of a replica whose engine went away (a container runtime's own failure)."""
+OOM_STATUS = 137
+
+
+def store_id(root: Path) -> str:
+    """A store's id in labels and names: a hash of its resolved path."""
+    return hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
+
+
+def engine_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """Where the engine answers: ``DOCKER_HOST``, else the first socket that exists."""
+    env = os.environ if environ is None else environ
+    if env.get("DOCKER_HOST"):
+        return env["DOCKER_HOST"]
+    runtime = env.get("XDG_RUNTIME_DIR", f"/run/user/{os.getuid()}")
+    for path in (DOCKER_SOCKET, *(p.format(runtime=runtime) for p in PODMAN_SOCKETS)):
+        if os.path.exists(path):
+            return f"unix://{path}"
+    return None
+
+
+class ContainerEngine:
+    """A container engine that answered, and the images it has."""
+
+    def __init__(self, client: Any, url: str) -> None:
+        self.client = client
+        self.url = url
+        version = client.version()
+        product = (
+            "Podman" if "podman" in json.dumps(version.get("Components", "")).lower() else "Docker"
+        )
+        number, api = version.get("Version", "?"), version.get("ApiVersion", "?")
+        self.describe = f"{product} Engine {number} (API {api}) at {url}"
+
+    def image(self, ref: str) -> EngineImage | None:
+        """The image the engine has under ``ref`` (a name, ``NAME@sha256:...`` or an id); None
+        when it has none (nothing is pulled)."""
+        from docker import errors
+
+        try:
+            found = self.client.images.get(ref)
+        except (errors.ImageNotFound, errors.NullResource):
+            return None
+        except errors.APIError as err:
+            if err.status_code in (400, 404):  # a name the engine cannot parse: not its image
+                return None
+            raise
+        config = found.attrs.get("Config") or {}
+        env = dict(item.partition("=")[::2] for item in config.get("Env") or [])
+        digests = found.attrs.get("RepoDigests") or []
+        return EngineImage(
+            ref=ref,
+            id=found.id,
+            digest=digests[0] if digests else found.id,
+            user=config.get("User") or "",
+            workdir=config.get("WorkingDir") or "",
+            env=env,
+        )
+
+
+def connect(environ: Mapping[str, str] | None = None) -> tuple[ContainerEngine | None, str]:
+    """The engine that answers, or None and why none does."""
+    env = os.environ if environ is None else environ
+    switch = env.get(SWITCH_ENV, "").strip().lower()
+    if switch in ("off", "0", "no", "false"):
+        return None, f"{SWITCH_ENV}={env[SWITCH_ENV]}"
+    url = engine_url(env)
+    if url is None:
+        return None, (
+            f"no container engine: DOCKER_HOST is not set and neither {DOCKER_SOCKET} nor "
+            "Podman's socket exists"
+        )
+    try:
+        import docker
+    except ImportError:
+        return (
+            None,
+            "the Docker SDK for Python is not installed (pip install 'trainpool[emulator]')",
+        )
+    try:
+        client = docker.DockerClient(base_url=url, timeout=CALL_TIMEOUT_S, max_pool_size=64)
+        client.ping()
+        return ContainerEngine(client, url), ""
+    except Exception as err:  # noqa: BLE001 - any failure to answer means no engine
+        return None, f"no container engine answered at {url}: {err}"
+
+
+class ContainerReplica(Replica):
+    """A replica that is a container; ``pid`` is its first process on this machine."""
+
+    def __init__(self, launch: Launch, container: Any, pid: int) -> None:
+        super().__init__(launch, pid, None)  # no identity: nothing signals it as a process
+        self.container = container
+
+
+class _Lines:
+    """One stream's bytes as log entries, a JSON line per line (:mod:`.replica_guard`'s)."""
+
+    def __init__(self, stream: str, entries: IO[bytes] | None) -> None:
+        self.stream, self.entries, self.pending = stream, entries, b""
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        if self.entries is None:
+            return
+        *lines, rest = (self.pending + data).split(b"\n")
+        if final and rest:
+            lines.append(rest)
+            rest = b""
+        while len(rest) > replica_guard.MAX_LINE:
+            lines.append(rest[: replica_guard.MAX_LINE])
+            rest = rest[replica_guard.MAX_LINE :]
+        self.pending = rest
+        stamp = replica_guard.now_rfc3339()
+        out = [
+            json.dumps({"t": stamp, "s": self.stream, "m": line.decode("utf-8", "replace")}) + "\n"
+            for line in lines
+        ]
+        _write(self.entries, "".join(out).encode())
+
+
+def _write(handle: IO[bytes], data: bytes) -> None:
+    """Write and flush; a full disk drops it, as the guard's pumps do."""
+    try:
+        handle.write(data)
+        handle.flush()
+    except OSError:
+        pass
+
+
+class ContainerRunner:
+    """Replicas with a :class:`ContainerLaunch` as containers; the others as ``fallback`` does."""
+
+    def __init__(
+        self, engine: ContainerEngine, root: Path, fallback: ReplicaRunner = HOST_PROCESSES
+    ) -> None:
+        self.engine = engine
+        self.store = store_id(root)
+        self.fallback = fallback
+        self.name = f"containers on {engine.describe}, else {fallback.name}"
+
+    def start(self, launch: Launch) -> Replica:
+        spec = launch.container
+        if spec is None:
+            return self.fallback.start(launch)
+        from docker import errors
+        from docker.types import Mount
+
+        launch.log.parent.mkdir(parents=True, exist_ok=True)
+        log = open(launch.log, "ab")  # noqa: SIM115 - closed by the follower
+        entries = None
+        if launch.entries is not None:
+            launch.entries.parent.mkdir(parents=True, exist_ok=True)
+            entries = open(launch.entries, "ab")  # noqa: SIM115 - closed by the follower
+        mounts = [
+            Mount(target, source, type="bind", read_only=ro) for source, target, ro in spec.binds
+        ]
+        labels = {STORE_LABEL: self.store, **spec.labels}
+        name = f"trainpool-{self.store[:8]}-{launch.name}-{uuid.uuid4().hex[:8]}"
+        container = None
+        try:
+            container = self.engine.client.containers.create(
+                spec.image.id,
+                entrypoint=spec.entrypoint,
+                command=spec.command,
+                environment=launch.env,
+                mounts=mounts,
+                network_mode="host",
+                labels=labels,
+                name=name,
+                detach=True,
+            )
+            # attached before it starts, as `docker run` does: nothing it writes is missed
+            stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
+            container.start()
+            container.reload()
+        except (errors.DockerException, OSError) as err:
+            log.close()
+            if entries is not None:
+                entries.close()
+            if container is not None:
+                _remove(container)
+            what = getattr(err, "explanation", None) or str(err)
+            raise OSError(
+                f"{launch.name}: {self.engine.describe} could not start a container of "
+                f"{spec.image.ref} ({spec.image.digest}): {what}"
+            ) from err
+        replica = ContainerReplica(launch, container, int(container.attrs["State"].get("Pid") or 0))
+        threading.Thread(
+            target=self._follow,
+            args=(replica, stream, log, entries),
+            name=f"container {launch.name}",
+            daemon=True,
+        ).start()
+        return replica
+
+    def _follow(
+        self, replica: ContainerReplica, stream: Any, log: IO[bytes], entries: IO[bytes] | None
+    ) -> None:
+        """Copy the container's output until it ends, then its status; remove it; report."""
+        container = replica.container
+        lines = {"o": _Lines("o", entries), "e": _Lines("e", entries)}
+        status = ENGINE_LOST
+        try:
+            for out, err in stream:
+                for key, chunk in (("o", out), ("e", err)):
+                    if chunk:
+                        _write(log, chunk)
+                        lines[key].feed(chunk)
+            status = int(container.wait()["StatusCode"])
+            container.reload()
+            if container.attrs["State"].get("OOMKilled"):
+                status = OOM_STATUS
+                _write(log, b"[trainpool] the container was killed for memory (OOMKilled)\n")
+        except Exception as err:  # noqa: BLE001 - the engine went away: the replica is lost
+            _write(log, f"[trainpool] {self.engine.describe} went away: {err}\n".encode())
+            status = ENGINE_LOST
+        finally:
+            for sink in lines.values():
+                sink.feed(b"", final=True)
+            log.close()
+            if entries is not None:
+                entries.close()
+            _remove(container)
+            replica.ended(status)
+
+    def alive(self, replica: Replica) -> bool:
+        if not isinstance(replica, ContainerReplica):
+            return self.fallback.alive(replica)
+        return replica.exit_status() is None
+
+    def kill(self, replica: Replica) -> None:
+        if not isinstance(replica, ContainerReplica):
+            self.fallback.kill(replica)
+            return
+        _signal(replica.container, "SIGKILL")
+
+    def terminate(self, replicas: Sequence[Replica], grace_s: float | None = None) -> None:
+        inside = [r for r in replicas if isinstance(r, ContainerReplica)]
+        others = [r for r in replicas if not isinstance(r, ContainerReplica)]
+        grace = TERMINATE_GRACE_S if grace_s is None else grace_s
+        for replica in inside:
+            if replica.exit_status() is None:
+                _signal(replica.container, "SIGTERM")
+        if others:
+            self.fallback.terminate(others, grace_s)
+        deadline = time.monotonic() + grace
+        for replica in inside:
+            if replica.wait(max(0.0, deadline - time.monotonic())) is None:
+                _signal(replica.container, "SIGKILL")
+        for replica in inside:
+            replica.wait(CALL_TIMEOUT_S)
+
+    def clean_up(self, recorded: Sequence[ProcessId]) -> None:
+        """What an earlier emulator of this store left: its processes and its containers."""
+        self.fallback.clean_up(recorded)
+        for container in self.engine.client.containers.list(
+            all=True, filters={"label": f"{STORE_LABEL}={self.store}"}
+        ):
+            _remove(container)
+
+
+def _signal(container: Any, name: str) -> None:
+    from docker import errors
+
+    try:
+        container.kill(signal=name)
+    except errors.DockerException:  # already ended, or removed
+        pass
+
+
+def _remove(container: Any) -> None:
+    from docker import errors
+
+    try:
+        container.remove(force=True)
+    except errors.DockerException:
+        pass
