@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 from fixtures.engine import build, ours
 from fixtures.jobs import wait_job
+from fixtures.shell import gcloud, needs_gcloud, ok
 from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -79,6 +82,18 @@ elif mode == "sleep":
     signal.signal(signal.SIGTERM, stop)
     print("sleeping", flush=True)
     time.sleep(600)
+elif mode == "api":
+    # Google's URL for this job, through the HTTPS proxy the environment names, trusting
+    # the CA bundle it names, with the token gcloud would send (gcloud auth print-access-token)
+    import urllib.request
+    job = os.environ["CLOUD_ML_JOB_ID"]
+    url = ("https://us-central1-aiplatform.googleapis.com/v1/projects/demo/locations/"
+           f"us-central1/customJobs/{job}")
+    token = open(os.environ["CLOUDSDK_AUTH_ACCESS_TOKEN_FILE"]).read().strip()
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        body = json.load(answer)
+    print("API " + json.dumps({"state": body["state"], "name": body["displayName"]}), flush=True)
 elif mode == "exit":
     print("exiting with", sys.argv[2], flush=True)
     sys.exit(int(sys.argv[2]))
@@ -308,3 +323,59 @@ def test_without_an_engine_replicas_are_processes_and_the_job_log_says_why(
         f"({containers.SWITCH_ENV}=off)"
     ) in log
     assert "a process" in (job_dir(root, job) / "workerpool0-0.log").read_text()
+
+
+@pytest.mark.timeout(600)
+def test_inside_a_container_googles_url_reaches_the_emulator(
+    client: Any, root: Path, root_image: str
+) -> None:
+    job = create(client, [pool(1, root_image, args=["api"])])
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    said = [e["m"] for e in entries(root, job, "workerpool0-0") if e["m"].startswith("API ")]
+    assert [json.loads(m[4:]) for m in said] == [{"state": "JOB_STATE_RUNNING", "name": "job"}]
+
+
+@needs_gcloud
+@pytest.mark.skipif(shutil.which("docker") is None, reason="no docker command to build with")
+@pytest.mark.timeout(600)
+def test_docker_build_then_gcloud_custom_jobs_create_runs_a_chief_and_two_workers(
+    emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
+) -> None:
+    # as a user types it: docker build -t, then gcloud ai custom-jobs create naming the image
+    trainer = tmp_path / "trainer"
+    trainer.mkdir()
+    (trainer / "Dockerfile").write_text(dockerfile(python_base))
+    (trainer / "task.py").write_text(TASK)
+    image = "us-central1-docker.pkg.dev/demo/trainers/ring:1"
+    built = subprocess.run(
+        ["docker", "build", "-t", image, str(trainer)], capture_output=True, text=True, check=False
+    )
+    assert built.returncode == 0, built.stderr
+    spec = "machine-type=n1-standard-4,replica-count={n},container-image-uri=" + image
+    made = ok(
+        gcloud(
+            emu,
+            "ai",
+            "custom-jobs",
+            "create",
+            "--region=us-central1",
+            "--display-name=ring",
+            "--worker-pool-spec=" + spec.format(n=1),
+            "--worker-pool-spec=" + spec.format(n=2),
+            "--args=ring",
+            "--format=value(name)",
+        )
+    )
+    name = made.strip().splitlines()[-1]
+    client = job_client("us-central1")
+    job = client.get_custom_job(name=name)
+    done = wait(client, emu.root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    ring = json.loads((emu.root / "gcs" / "bkt" / "ring.json").read_text())
+    assert ring["seen"] == ["workerpool1-0", "workerpool1-1"]
+    assert (
+        f"each replica is a container of {image}"
+        in (job_dir(emu.root, job) / "job.log").read_text()
+    )
+    assert ours(engine, emu.root) == []
