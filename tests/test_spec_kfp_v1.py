@@ -202,3 +202,12 @@ def test_kfp18_conditions_read_values_as_kfp2_does() -> None:
         "float(inputs.parameter_values['pipelineparam--x']) >= 0.5 && "
         "inputs.parameter_values['pipelineparam--y'] == 'true'"
     )
+
+
+def test_an_argo_workflow_of_kfp_1s_v1_compiler_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "pipeline.yaml"
+    path.write_text("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nspec: {}\n")
+    with pytest.raises(InputError) as caught:
+        load_pipeline_document(path)
+    assert "is an Argo Workflow" in str(caught.value)
+    assert "accepted: the same pipeline compiled by kfp 1.8's v2 compiler" in str(caught.value)

@@ -47,6 +47,14 @@ def load_pipeline_document(
     otherwise."""
     document = load_yaml_file(path, field, first=True)
     spec, config = kfp_v1.unwrap(document) if isinstance(document, dict) else ({}, {})
+    if spec.get("kind") == "Workflow" and str(spec.get("apiVersion", "")).startswith("argoproj"):
+        raise InputError.of(
+            field,
+            f"{brief(str(path))} is an Argo Workflow, what kfp 1.x's v1 compiler "
+            "(kfp.compiler.Compiler) writes for Kubeflow Pipelines, which neither Vertex AI "
+            "Pipelines nor the emulator runs; accepted: the same pipeline compiled by kfp 1.8's "
+            "v2 compiler (kfp.v2.compiler.Compiler, a PipelineJob JSON) or by kfp 2",
+        )
     if "root" not in spec or "pipelineInfo" not in spec:
         raise InputError.of(
             field,
