@@ -111,7 +111,6 @@ SAMPLES: dict[str, Any] = {
     "input_data_config": {"dataset_id": "123"},
     "parent_model": MODEL,
     # PipelineJobs
-    "runtime_config.parameters": {"a": {"int_value": "3"}},
     "runtime_config.failure_policy": "PIPELINE_FAILURE_POLICY_FAIL_FAST",
     "runtime_config.input_artifacts": {"data": {"artifact_id": "42"}},
     "template_uri": "https://us-central1-kfp.pkg.dev/demo/repo/tiny/v1",

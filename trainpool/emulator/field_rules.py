@@ -218,9 +218,12 @@ _RULES = {
     "pipeline_job.runtime_config.gcs_output_directory": Rule(APPLIED, "the pipeline root"),
     "pipeline_job.runtime_config.parameter_values": Rule(APPLIED, "the pipeline's parameters"),
     "pipeline_job.runtime_config.parameters": Rule(
-        REFUSED,
-        "'Deprecated. Use RuntimeConfig.parameter_values instead' (pipeline_job.proto), for "
-        "the KFP v1 schema, which the emulator does not run; accepted: parameter_values",
+        APPLIED,
+        "the parameters of a pipeline of schemaVersion 2.0.0 or lower (kfp 1.8's v2 "
+        "compiler), which Vertex binds from this field ('Deprecated. Use "
+        "RuntimeConfig.parameter_values instead', pipeline_job.proto); refused for a newer "
+        "schema, and parameter_values for an older one, as Vertex fails a run whose field "
+        "and schema disagree (spec/kfp_v1.py)",
     ),
     "pipeline_job.runtime_config.failure_policy": Rule(
         LOGGED, "kfp.local runs tasks one at a time and stops at the first failure"

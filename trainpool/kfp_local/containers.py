@@ -36,12 +36,14 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from trainpool.errors import InputError, Problem
 from trainpool.kfp_local import context, interrupt, tasks
 from trainpool.kfp_local.context import JSON_ESCAPE, RunContext, current_run
 from trainpool.kfp_local.launching import TaskStart
+from trainpool.spec import kfp_v1
 
 EXECUTOR_MAIN = "kfp.dsl.executor_main"
 LAUNCHER = re.compile(r"google_cloud_pipeline_components\.container\.(\w+)\.([\w.]+)\.launcher")
@@ -60,7 +62,7 @@ def verdict(command: list[str]) -> tuple[str, str]:
     """``("python" | "launcher" | "", why)``: how a task with ``command`` (command + args)
     runs locally, or why it cannot."""
     text = " ".join(command)
-    if EXECUTOR_MAIN in text:
+    if EXECUTOR_MAIN in text or kfp_v1.V1_EXECUTOR in text:
         if "ephemeral_component.py" in text:
             return "python", ""
         return "", (
@@ -185,6 +187,14 @@ def _resolver(original: Callable[..., list[str]]) -> Callable[..., list[str]]:
         task = tasks.current()
         if task is not None:
             run.record(task.task_id, copy.deepcopy(executor_input_dict))
+        if kfp_v1.is_v1_component(list(full_command)):
+            # kfp 1.8's executor reads ``inputs.parameters`` (Values) and writes its outputs'
+            # Values under ``parameters`` (spec.kfp_v1); kfp.local reads ``parameterValues``
+            executor_input_dict.setdefault("inputs", {})["parameters"] = kfp_v1.v1_parameters(
+                parameters
+            )
+            if task is not None:
+                task.v1_output = str(executor_input_dict.get("outputs", {}).get("outputFile", ""))
         _final_status(parameters, run.resource_name)
         _as_seen(executor_input_dict, run)
         resolved = original(
@@ -253,6 +263,8 @@ def _handler(base: type) -> type:
             task.attempts += 1
             code = run.launcher.run(start, say)
             print("\n")
+            if code == 0 and task.v1_output:
+                _v1_output(task.v1_output)
             if code != 0 and task.attempts <= task.retries and not interrupt.seen():
                 run.log.retried(
                     task.task_id,
@@ -262,6 +274,17 @@ def _handler(base: type) -> type:
             return status.Status.SUCCESS if code == 0 else status.Status.FAILURE
 
     return LocalTaskHandler
+
+
+def _v1_output(path: str) -> None:
+    """The executor output a kfp 1.8 component wrote at ``path``, its output parameters
+    where kfp.local reads them (:func:`trainpool.spec.kfp_v1.executor_output`)."""
+    try:
+        written = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # none written (no outputs), or unreadable: kfp.local says which output is missing
+    if isinstance(written, dict) and "parameters" in written:
+        Path(path).write_text(json.dumps(kfp_v1.executor_output(written)), encoding="utf-8")
 
 
 def _final_status(parameters: dict[str, Any], resource_name: str) -> None:

@@ -49,9 +49,10 @@ from trainpool.kfp_local.details import TaskDetails
 from trainpool.kfp_local.launching import Launcher
 from trainpool.kfp_local.task_env import image_environ, task_environ
 from trainpool.kfp_local.tasklog import TaskLog, TaskState
-from trainpool.spec import placeholders
+from trainpool.spec import kfp_v1, placeholders
 from trainpool.spec.pipeline_params import (
     coerce_values,
+    load_pipeline_document,
     load_pipeline_spec,
     pipeline_defaults,
     pipeline_inputs,
@@ -210,8 +211,14 @@ class PipelineExecution:
         caching: bool = True,
         files: Path | None = None,
     ) -> None:
-        spec = load_pipeline_spec(pipeline_path)
-        self.values = coerce_values(params, pipeline_inputs(spec))
+        original, config = load_pipeline_document(pipeline_path)
+        # a kfp 1.8 pipeline (schemaVersion 2.0.0) runs in the 2.1.0 shape kfp.local reads;
+        # the runtime config its compiler wrote holds its defaults (spec.kfp_v1)
+        spec = kfp_v1.upgrade(original)
+        inputs = pipeline_inputs(spec)
+        compiled = coerce_values(kfp_v1.runtime_values(original, config, "runtimeConfig"), inputs)
+        self.values = {**compiled, **coerce_values(params, inputs)}
+        self.v1 = kfp_v1.is_v1(original)
         containers.check(spec)
         self.pipeline = str(spec["pipelineInfo"]["name"])
         self.project, self.location = project, location
@@ -229,12 +236,12 @@ class PipelineExecution:
             self.run_dir / "transcript.log" if files else self.run_dir.with_suffix(".log")
         )
         self.resolved = self.run_dir / "pipeline.yaml"
-        self.resolved.write_text(
-            placeholders.resolve(
-                Path(pipeline_path).read_text(encoding="utf-8"), project, location
-            ),
-            encoding="utf-8",
+        text = (
+            json.dumps(spec, sort_keys=True)
+            if self.v1
+            else Path(pipeline_path).read_text(encoding="utf-8")
         )
+        self.resolved.write_text(placeholders.resolve(text, project, location), encoding="utf-8")
         _not_named_like_a_component(self.resolved)
         with patched_environ({LOCAL_ROOT_ENV: str(self.home.gcs)}):
             for param in sources.SOURCE_PARAMETERS:

@@ -54,6 +54,9 @@ class Current:
     retries: int = 0
     """How many times a failed attempt is retried (``set_retry``)."""
     attempts: int = 0
+    v1_output: str = ""
+    """A kfp 1.8 Python component's executor output file (its ``parameters`` are read into
+    ``parameterValues`` once it succeeds: :func:`trainpool.spec.kfp_v1.executor_output`)."""
 
 
 _local = threading.local()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.errors import InputError, brief
+from trainpool.spec import kfp_v1
 from trainpool.spec.safe_load import load_json, load_yaml_file
 
 _ACCEPTED = {
@@ -36,23 +37,47 @@ class ParamError(InputError):
     """One or more bad parameters; ``str()`` is one problem per line."""
 
 
-def load_pipeline_spec(path: str | Path, field: str = "PIPELINE") -> dict[str, Any]:
-    """The PipelineSpec of a compiled pipeline YAML (its first document), read by
-    :mod:`trainpool.spec.safe_load`; an InputError naming ``field`` otherwise."""
-    spec = load_yaml_file(path, field, first=True)
-    if not isinstance(spec, dict) or "root" not in spec or "pipelineInfo" not in spec:
+def load_pipeline_document(
+    path: str | Path, field: str = "PIPELINE"
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(PipelineSpec, runtime config)`` of a compiled pipeline file (its first document),
+    read by :mod:`trainpool.spec.safe_load`: the YAML kfp 2 writes (runtime config ``{}``)
+    or the PipelineJob JSON kfp 1.8's v2 compiler writes (``pipelineSpec`` and
+    ``runtimeConfig``, :mod:`trainpool.spec.kfp_v1`); an InputError naming ``field``
+    otherwise."""
+    document = load_yaml_file(path, field, first=True)
+    spec, config = kfp_v1.unwrap(document) if isinstance(document, dict) else ({}, {})
+    if spec.get("kind") == "Workflow" and str(spec.get("apiVersion", "")).startswith("argoproj"):
+        raise InputError.of(
+            field,
+            f"{brief(str(path))} is an Argo Workflow, what kfp 1.x's v1 compiler "
+            "(kfp.compiler.Compiler) writes for Kubeflow Pipelines, which neither Vertex AI "
+            "Pipelines nor the emulator runs; accepted: the same pipeline compiled by kfp 1.8's "
+            "v2 compiler (kfp.v2.compiler.Compiler, a PipelineJob JSON) or by kfp 2",
+        )
+    if "root" not in spec or "pipelineInfo" not in spec:
         raise InputError.of(
             field,
             f"{brief(str(path))} is not a compiled KFP pipeline; accepted: the YAML that `kfp` "
-            "or `trainpool compile` writes (with 'pipelineInfo' and 'root')",
+            "or `trainpool compile` writes (with 'pipelineInfo' and 'root'), or the JSON of "
+            "kfp 1.8's v2 compiler (with 'pipelineSpec')",
         )
-    return spec
+    return spec, config
+
+
+def load_pipeline_spec(path: str | Path, field: str = "PIPELINE") -> dict[str, Any]:
+    """The PipelineSpec of a compiled pipeline file (:func:`load_pipeline_document`)."""
+    return load_pipeline_document(path, field)[0]
 
 
 def pipeline_inputs(spec: Mapping[str, Any]) -> dict[str, str]:
-    """``{parameter name: parameterType}`` of the pipeline's parameter inputs."""
+    """``{parameter name: parameterType}`` of the pipeline's parameter inputs (kfp 1.8's
+    ``type: INT`` read as ``NUMBER_INTEGER``, :data:`trainpool.spec.kfp_v1.TYPES`)."""
     params = spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {})
-    return {name: str(p.get("parameterType", "STRING")) for name, p in params.items()}
+    return {
+        name: str(p.get("parameterType") or kfp_v1.TYPES.get(p.get("type", ""), "STRING"))
+        for name, p in params.items()
+    }
 
 
 def pipeline_defaults(spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -76,6 +76,9 @@ class PipelineService:
         requests.check_no_nul(
             values.get("parameterValues", {}), "pipeline_job.runtime_config.parameter_values"
         )
+        requests.check_no_nul(
+            values.get("parameters", {}), "pipeline_job.runtime_config.parameters"
+        )
         try:
             created = jobs.create(self.state, self.runs, request)
         except AlreadyExists as err:

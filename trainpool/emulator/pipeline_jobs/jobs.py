@@ -42,6 +42,7 @@ from trainpool.emulator.pipeline_jobs.runs import PipelineJobRunner
 from trainpool.emulator.records.kinds import PIPELINE_JOBS
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
+from trainpool.spec import kfp_v1
 
 JOB_ID = re.compile(r"^[a-z][-a-z0-9]{0,127}$")
 BILLING_LABEL = "vertex-ai-pipelines-run-billing-id"
@@ -69,13 +70,15 @@ def create(
         raise InputError(problems)
     message = pj.PipelineJob.pb(job)
     spec = json_format.MessageToDict(message.pipeline_spec)
-    values = json_format.MessageToDict(message.runtime_config).get("parameterValues", {})
     if "root" not in spec or "pipelineInfo" not in spec:
         raise InputError.of(
             "pipeline_job.pipeline_spec",
             "has no 'root' and 'pipelineInfo'; accepted: a compiled KFP pipeline (the "
             "YAML `trainpool compile` writes)",
         )
+    # the field the spec's schema version binds: parameters for kfp 1.8's 2.0.0, else
+    # parameter_values (trainpool.spec.kfp_v1, with Vertex's sources)
+    values = kfp_v1.runtime_values(spec, json_format.MessageToDict(message.runtime_config))
     root_uri = job.runtime_config.gcs_output_directory
     if not root_uri.startswith("gs://"):
         raise InputError.of(
@@ -86,7 +89,8 @@ def create(
     unknown = sorted(set(values) - set(declared))
     if unknown:
         raise InputError.of(
-            "pipeline_job.runtime_config.parameter_values",
+            "pipeline_job.runtime_config."
+            + ("parameters" if kfp_v1.is_v1(spec) else "parameter_values"),
             f"{brief(', '.join(unknown), 200, quoted=False)} not declared by the pipeline; "
             f"accepted: {', '.join(sorted(declared)) or 'none'}",
         )
