@@ -29,7 +29,10 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
 from trainpool.emulator.jobs import containers
+from trainpool.emulator.jobs.container_specs import ContainerLaunch
 from trainpool.emulator.jobs.containers import ContainerEngine
+from trainpool.emulator.jobs.failure_rules import exit_message
+from trainpool.emulator.jobs.processes import Launch
 from trainpool.vertex.clients import job_client
 
 TASK = r"""
@@ -94,6 +97,16 @@ elif mode == "api":
     with urllib.request.urlopen(request, timeout=60) as answer:
         body = json.load(answer)
     print("API " + json.dumps({"state": body["state"], "name": body["displayName"]}), flush=True)
+elif mode == "trial":
+    # what cloudml-hypertune writes, and the model where Vertex's AIP_MODEL_DIR says, by /gcs
+    x = float([a for a in sys.argv if a.startswith("--x=")][0][4:])
+    trial = os.environ["CLOUD_ML_TRIAL_ID"]
+    with open(os.environ["CLOUD_ML_HP_METRIC_FILE"], "a") as metrics:
+        metrics.write(json.dumps({"timestamp": time.time(), "trial": trial, "score": str(x * 10),
+                                  "global_step": "1", "checkpoint_path": ""}) + "\n")
+    model_dir = "/gcs/" + os.environ["AIP_MODEL_DIR"][len("gs://"):]
+    os.makedirs(model_dir, exist_ok=True)
+    pathlib.Path(model_dir, "trial.json").write_text(json.dumps({"trial": trial, "x": x}))
 elif mode == "exit":
     print("exiting with", sys.argv[2], flush=True)
     sys.exit(int(sys.argv[2]))
@@ -379,3 +392,65 @@ def test_docker_build_then_gcloud_custom_jobs_create_runs_a_chief_and_two_worker
         in (job_dir(emu.root, job) / "job.log").read_text()
     )
     assert ours(engine, emu.root) == []
+
+
+@pytest.mark.timeout(300)
+def test_a_container_killed_for_memory_ends_137_and_says_so(
+    tmp_path: Path, engine: ContainerEngine, root_image: str
+) -> None:
+    # a machine type's memory is the container's limit; 64 MiB here, so that 512 MiB is over
+    image = engine.image(root_image)
+    assert image is not None
+    grow = "x = bytearray(512 * 2**20); print('not killed')"
+    launch = Launch(
+        "workerpool0-0",
+        0,
+        ["python3", "-c", grow],
+        {},
+        tmp_path,
+        tmp_path / "workerpool0-0.log",
+        entries=tmp_path / "entries.jsonl",
+        container=ContainerLaunch(
+            image, entrypoint=["python3", "-c", grow], command=None, memory_bytes=64 * 2**20
+        ),
+    )
+    runner = containers.ContainerRunner(engine, tmp_path / "root")
+    replica = runner.start(launch)
+    assert replica.wait(120) == 137
+    assert replica.out_of_memory
+    log = launch.log.read_text()
+    assert "not killed" not in log and "killed for memory (its limit: 0.0625 GiB)" in log
+    assert exit_message("workerpool0-0", 137, replica.out_of_memory) == (
+        "The replica workerpool0-0 ran out-of-memory and exited with a non-zero status of "
+        "9(SIGKILL)."
+    )
+    assert ours(engine, tmp_path / "root") == []
+
+
+@pytest.mark.timeout(600)
+def test_a_sweeps_trials_run_as_containers_and_keep_their_outputs_apart(
+    client: Any, root: Path, engine: ContainerEngine, root_image: str
+) -> None:
+    sweep = {
+        "display_name": "sweep",
+        "max_trial_count": 2,
+        "parallel_trial_count": 2,
+        "study_spec": {
+            "metrics": [{"metric_id": "score", "goal": "MAXIMIZE"}],
+            "parameters": [{"parameter_id": "x", "discrete_value_spec": {"values": [1, 2]}}],
+            "algorithm": "GRID_SEARCH",
+        },
+        "trial_job_spec": {
+            "worker_pool_specs": [pool(1, root_image, args=["trial"])],
+            "base_output_directory": {"output_uri_prefix": "gs://bkt/sweep"},
+        },
+    }
+    made = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=sweep)
+    done = wait_job(client.get_hyperparameter_tuning_job, made.name, 300)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    scores = {t.id: t.final_measurement.metrics[0].value for t in done.trials}
+    assert scores == {"1": 10.0, "2": 20.0}
+    for trial in ("1", "2"):  # AIP_MODEL_DIR is <base>/<trial>/model/ (Vertex's)
+        written = json.loads((root / "gcs/bkt/sweep" / trial / "model/trial.json").read_text())
+        assert written == {"trial": trial, "x": float(trial)}
+    assert ours(engine, root) == []

@@ -59,8 +59,9 @@ _SPEC_RULES = {
     "worker_pool_specs.machine_spec": Rule(
         LOGGED,
         f"checked against the catalog by Vertex's rules (plan/); {LOCAL}, with its CPUs and "
-        "memory and no accelerator (no memory limit, no GPU passed to a container), whatever "
-        "machine, accelerator, partition, TPU topology or reservation is asked",
+        "memory and no accelerator (a container's memory is its machine type's; no GPU is "
+        "passed), whatever machine, accelerator, partition, TPU topology or reservation is "
+        "asked",
     ),
     "worker_pool_specs.disk_spec": Rule(
         LOGGED,

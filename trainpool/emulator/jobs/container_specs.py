@@ -34,3 +34,5 @@ class ContainerLaunch:
     binds: tuple[tuple[str, str, bool], ...] = ()
     """``(source on this machine, target in the container, read-only)``."""
     labels: dict[str, str] = field(default_factory=dict)
+    memory_bytes: int | None = None
+    """The container's memory, swap included (its machine type's); None: no limit."""

@@ -27,9 +27,11 @@ as Vertex runs it:
   the emulator's HTTPS proxy, gcloud's and gsutil's configuration, the metric file);
 - every line the container writes goes to the replica's log and becomes a log entry,
   as from a replica process (:mod:`.replica_guard`'s format);
+- its memory is its machine type's (``machineSpec.machineType`` in the catalog), swap
+  included, as a VM of that type has; a container the kernel kills for going over it ends
+  137, its log and the job's error say it ran out of memory, in Vertex's words;
 - stopping is SIGTERM, the grace period, then SIGKILL, as for a process; the exit status
-  is the container's (128 + signal for a death by signal), and a container the kernel
-  killed for memory ends 137 with a line saying so in its log;
+  is the container's (128 + signal for a death by signal);
 - a container is waited on before it is removed, never removed first (kfp.local's
   ``DockerRunner`` uses ``auto_remove`` and counts a container gone before ``wait()`` as
   a success, exit 0); an engine that goes away ends the replica 125, naming the engine;
@@ -237,6 +239,8 @@ class ContainerRunner:
                 labels=labels,
                 name=name,
                 detach=True,
+                mem_limit=spec.memory_bytes,
+                memswap_limit=spec.memory_bytes,  # no swap beyond it, as a VM has none
             )
             # attached before it starts, as `docker run` does: nothing it writes is missed
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)
@@ -279,7 +283,10 @@ class ContainerRunner:
             container.reload()
             if container.attrs["State"].get("OOMKilled"):
                 status = OOM_STATUS
-                _write(log, b"[trainpool] the container was killed for memory (OOMKilled)\n")
+                replica.out_of_memory = True
+                limit = replica.launch.container.memory_bytes if replica.launch.container else None
+                what = f" (its limit: {limit / 2**30:.3g} GiB)" if limit else ""
+                _write(log, f"[trainpool] the container was killed for memory{what}\n".encode())
         except Exception as err:  # noqa: BLE001 - the engine went away: the replica is lost
             _write(log, f"[trainpool] {self.engine.describe} went away: {err}\n".encode())
             status = ENGINE_LOST

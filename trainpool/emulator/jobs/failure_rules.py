@@ -88,7 +88,7 @@ def status_text(status: int) -> str:
     return f"status {status}" + (f" (killed by signal {sig.value}, {sig.name})" if sig else "")
 
 
-def exit_message(replica: str, status: int) -> str:
+def exit_message(replica: str, status: int, out_of_memory: bool = False) -> str:
     """The first line of the job's error when a replica's exit fails it, as Vertex words it.
 
     An exit: "The replica workerpool1-0 exited with a non-zero status of 3. Termination
@@ -97,10 +97,17 @@ def exit_message(replica: str, status: int) -> str:
     killed by a signal is named with the signal's number and name, as the training service
     words it: "The replica master 0 ran out-of-memory and exited with a non-zero status of
     9(SIGKILL)" (AI Platform Training, quoted in Lak Lakshmanan's public write-up of a job
-    log). Whether the kill was the out-of-memory killer is not known locally, so the
-    emulator does not say so; the job log says what the status means.
+    log; tensorflow/models#5591 and #9352 quote it too). Whether the kill was the
+    out-of-memory killer is known only of a container (``out_of_memory``: the engine says
+    so); of a process the emulator does not say so, and the job log says what the status
+    means.
     """
     sig = killed_by(status)
+    if sig is not None and out_of_memory:
+        return (
+            f"The replica {replica} ran out-of-memory and exited with a non-zero status of "
+            f"{sig.value}({sig.name})."
+        )
     if sig is not None:
         return (
             f"The replica {replica} exited with a non-zero status of {sig.value}({sig.name}). "

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trainpool import catalog
 from trainpool.cluster_env import base_env, build_env, layout, local_hosts
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV, VERTEX_MOUNT
 from trainpool.emulator.jobs import (
@@ -309,8 +310,21 @@ def _container_launch(
             command=run.args or None,
             binds=tuple(binds),
             labels=labels,
+            memory_bytes=_machine_memory(spec, pool),
         ),
     )
+
+
+def _machine_memory(spec: dict[str, Any], pool: int) -> int | None:
+    """The memory of pool ``pool``'s machine type in bytes (the catalog's GB are GiB, as
+    Compute Engine's are); None for a type the catalog does not know."""
+    machine_type = ((layout.pool_specs(spec)[pool] or {}).get("machineSpec") or {}).get(
+        "machineType", ""
+    )
+    try:
+        return int(catalog.machine(machine_type).memory_gb * 2**30)
+    except catalog.UnknownName:
+        return None
 
 
 def _outside(env: dict[str, str], bound: list[str]) -> list[str]:

@@ -22,7 +22,7 @@ class Outcome:
 
 def failure_message(replica: Replica, status: int, detail: str = "") -> str:
     """Vertex's first line, then the emulator's ``detail`` and the tail of the replica's log."""
-    message = exit_message(replica.launch.name, status)
+    message = exit_message(replica.launch.name, status, replica.out_of_memory)
     if detail:
         message += f"\n{detail}"
     log_tail = processes.tail(replica.launch.log)

@@ -133,6 +133,8 @@ class Replica:
         self.identity = identity
         """Of the group's leader at start; record it to stop the group from another process."""
         self.started = time.monotonic()
+        self.out_of_memory = False
+        """Whether it was killed for memory (known of a container: its engine says so)."""
         self._status: int | None = None
         self._ended = threading.Event()
         self._lock = threading.Lock()
