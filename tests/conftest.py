@@ -21,6 +21,7 @@ from fixtures.vertex import PROJECT
 
 import trainpool.emulator as emulator
 from trainpool import config
+from trainpool.emulator.jobs import containers
 from trainpool.testing import emulated_vertex
 
 
@@ -39,3 +40,11 @@ def sdk_emulator(tmp_path: Path) -> Iterator[emulator.Emulator]:
     host_image(root)
     with emulated_vertex(root, project=PROJECT) as running:
         yield running
+
+
+@pytest.fixture
+def no_container_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Emulators started after it find no container engine (``TRAINPOOL_CONTAINERS=off``):
+    for tests of what runs without one (builds into the local image store, replicas that
+    imitate their images), wherever CI runs an engine."""
+    monkeypatch.setenv(containers.SWITCH_ENV, "off")

@@ -454,3 +454,74 @@ def test_a_sweeps_trials_run_as_containers_and_keep_their_outputs_apart(
         written = json.loads((root / "gcs/bkt/sweep" / trial / "model/trial.json").read_text())
         assert written == {"trial": trial, "x": float(trial)}
     assert ours(engine, root) == []
+
+
+NOTEBOOK_DOCKERFILE = """\
+FROM python:3.11-slim
+WORKDIR /
+RUN echo "a RUN step ran" && python -c "print('python', 6 * 7)" > /ran.txt
+COPY trainer /trainer
+ENTRYPOINT ["python", "-m", "trainer.task"]
+"""
+
+
+@needs_gcloud
+@pytest.mark.timeout(600)
+def test_gcloud_builds_submit_runs_every_step_on_the_engine_and_a_sweep_runs_the_image(
+    emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
+) -> None:
+    # the shape of Google's TensorFlow hyperparameter-tuning notebook: a Dockerfile with
+    # WORKDIR /, a RUN step, COPY trainer /trainer and ENTRYPOINT python -m trainer.task,
+    # built with `gcloud builds submit --tag`, then run as a 2-trial sweep
+    source = tmp_path / "source"
+    (source / "trainer").mkdir(parents=True)
+    (source / "trainer" / "__init__.py").write_text("")
+    (source / "trainer" / "task.py").write_text(TASK)
+    (source / "Dockerfile").write_text(NOTEBOOK_DOCKERFILE)
+    image = "us-central1-docker.pkg.dev/demo/trainers/hpt:1"
+    tagged = engine.image("python:3.11-slim")  # an earlier build's stand-in, tagged so
+    stand_in = tagged is not None and tagged.id == engine.image(python_base).id  # type: ignore[union-attr]
+    if stand_in:
+        engine.client.images.remove("python:3.11-slim")  # the tag only: the stand-in stays
+    said = ok(gcloud(emu, "builds", "submit", "--tag", image, str(source), timeout=500))
+    assert "a RUN step ran" in said and "Step 3/5 : RUN" in said  # the build's log, streamed
+    if stand_in or tagged is None:  # not where a real python:3.11-slim is there (pulled)
+        assert "FROM python:3.11-slim: cannot be pulled here" in said  # said, not silent
+    built = engine.client.images.get(image)
+    assert built.labels.get("org.trainpool.stand-in") == "python:3.11-slim"  # from its base
+    client = job_client("us-central1")
+    sweep = {
+        "display_name": "hpt",
+        "max_trial_count": 2,
+        "parallel_trial_count": 2,
+        "study_spec": {
+            "metrics": [{"metric_id": "score", "goal": "MAXIMIZE"}],
+            "parameters": [{"parameter_id": "x", "discrete_value_spec": {"values": [1, 2]}}],
+            "algorithm": "GRID_SEARCH",
+        },
+        "trial_job_spec": {
+            "worker_pool_specs": [pool(1, image, args=["trial"])],
+            "base_output_directory": {"output_uri_prefix": "gs://bkt/hpt"},
+        },
+    }
+    made = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=sweep)
+    done = wait_job(client.get_hyperparameter_tuning_job, made.name, 300)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert sorted(t.final_measurement.metrics[0].value for t in done.trials) == [10.0, 20.0]
+
+
+@needs_gcloud
+@pytest.mark.timeout(600)
+def test_a_failing_run_step_fails_the_build_naming_the_step_and_its_output(
+    emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
+) -> None:
+    (tmp_path / "Dockerfile").write_text(f"FROM {python_base}\nRUN echo about to fail && exit 3\n")
+    broken = "us-central1-docker.pkg.dev/demo/trainers/broken:1"
+    failed = gcloud(emu, "builds", "submit", "--tag", broken, str(tmp_path))
+    assert failed.returncode != 0
+    builds = json.loads(ok(gcloud(emu, "builds", "list", "--format=json")))
+    assert [b["status"] for b in builds] == ["FAILURE"]
+    detail = builds[0]["statusDetail"]
+    assert detail.startswith("Step 2/2 : RUN echo about to fail && exit 3 failed: ")
+    assert "returned a non-zero code: 3" in detail and "about to fail" in detail
+    assert engine.image(broken) is None  # nothing pushed

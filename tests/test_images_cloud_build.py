@@ -22,7 +22,9 @@ from trainpool.images import builder, image_store
 from trainpool.images.cloud_build import MARKERS, cloud_build_client
 from trainpool.images.service import build_image
 
-pytestmark = pytest.mark.timeout(120)
+# the local image store's builder: what builds without a container engine (the engine's
+# builds: test_emulator_jobs_containers.py)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("no_container_engine")]
 PROJECT = "demo"
 BUCKET = "demo_cloudbuild"
 CLI = "from trainpool.cli import main; main()"

@@ -75,12 +75,25 @@ def created_id(output: str) -> str:
     return output.strip().splitlines()[-1].rsplit("/", 1)[1]
 
 
-def test_builds_submit_tag_builds_the_image_into_the_local_image_store(
+def built(emu: emulator.Emulator, name: str) -> tuple[list[str], dict[str, str]]:
+    """The ENTRYPOINT and ENV of image ``name`` where a job naming it finds it: the container
+    engine's, where the emulator has one (a real build), else the local image store's."""
+    engine = emu.manager.containers
+    if engine is not None:
+        found = engine.image(name)
+        assert found is not None, f"{name}: not in {engine.describe}"
+        entrypoint = engine.client.images.get(name).attrs["Config"]["Entrypoint"]
+        return list(entrypoint or []), found.env
+    stored = image_store.lookup(name, emu.root)
+    assert stored is not None, "pushed where a job naming it finds it"
+    return stored.entrypoint, stored.env
+
+
+def test_builds_submit_tag_builds_the_image_where_jobs_find_it(
     emu: emulator.Emulator, image: str
 ) -> None:
-    found = image_store.lookup(image, emu.root)
-    assert found is not None, "pushed where a job naming it finds it"
-    assert found.entrypoint == ["python3", "task.py"]
+    entrypoint, _ = built(emu, image)
+    assert entrypoint == ["python3", "task.py"]
     builds = json.loads(ok(gcloud(emu, "builds", "list", "--format=json")))
     assert [b["status"] for b in builds] == ["SUCCESS"]
     assert builds[0]["results"]["images"][0]["name"] == image
@@ -100,8 +113,8 @@ def test_builds_submit_config_runs_a_cloudbuild_yaml(
             emu, "builds", "submit", "--config", str(tmp_path / "cloudbuild.yaml"), str(tmp_path)
         )
     )
-    found = image_store.lookup("us-central1-docker.pkg.dev/demo/trainers/other:2", emu.root)
-    assert found is not None and found.env.get("STAGE") == "config"
+    _, env = built(emu, "us-central1-docker.pkg.dev/demo/trainers/other:2")
+    assert env.get("STAGE") == "config"
 
 
 def test_the_documents_reduction_server_command_succeeds(

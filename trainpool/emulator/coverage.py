@@ -67,13 +67,21 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "gcloud builds submit --tag IMAGE DIR",
-        "builds into the local image store; log streamed",
-        "tests/test_redirect_gcloud.py",
+        "built on the container engine, every step run (a base it cannot pull: the offline "
+        "python:3.X-slim stand-in, said in the log), else into the local image store (only "
+        "pip install -r runs); log streamed",
+        "tests/test_emulator_jobs_containers.py",
     ),
     (
         "gcloud builds submit --config cloudbuild.yaml DIR",
-        "builds into the local image store",
+        "built as --tag is (its docker build step's Dockerfile and build args)",
         "tests/test_redirect_gcloud.py",
+    ),
+    (
+        "docker build -t IMAGE DIR, then a job naming IMAGE",
+        "its replicas are containers of IMAGE (docker push to the emulator's Artifact Registry: "
+        "not yet, the image is used from the engine as built)",
+        "tests/test_emulator_jobs_containers.py",
     ),
     ("gcloud builds list", "served", "tests/test_redirect_gcloud.py"),
     (

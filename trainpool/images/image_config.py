@@ -102,6 +102,31 @@ def _copy(rest: str, config: ImageConfig, values: Mapping[str, str]) -> None:
         config.copies.append((rel, posixpath.normpath(target)))
 
 
+def base_images(text: str, build_args: Mapping[str, str] | None = None) -> list[str]:
+    """The images a Dockerfile's stages start ``FROM``, in order, once each: not ``scratch``
+    and not an earlier stage's name (``FROM build AS run``); ``ARG``s before the first
+    ``FROM`` and ``build_args`` expanded."""
+    args = dict(build_args or {})
+    stages: set[str] = set()
+    found: list[str] = []
+    seen_from = False
+    for word, rest in _instructions(text):
+        if word == "ARG" and not seen_from:
+            name, sep, default = rest.partition("=")
+            args.setdefault(name.strip(), default.strip().strip('"') if sep else "")
+        elif word == "FROM":
+            seen_from = True
+            words = [w for w in rest.split() if not w.startswith("--")]
+            if not words:
+                continue
+            image = _expand(words[0], args)
+            if len(words) >= 3 and words[1].upper() == "AS":
+                stages.add(words[2].lower())
+            if image.lower() not in stages and image != "scratch" and image not in found:
+                found.append(image)
+    return found
+
+
 def parse(
     text: str,
     build_args: Mapping[str, str] | None = None,

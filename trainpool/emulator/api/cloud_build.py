@@ -53,7 +53,7 @@ def build_of(project_id: str, build_id: str, name: str) -> tuple[str, str]:
 
 def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The CloudBuild handler; builds a previous server left running end FAILURE."""
-    builds = BuildRunner(state)
+    builds = BuildRunner(state, manager.containers)
     builds.recover()
 
     def create(request: cb.CreateBuildRequest) -> operations_pb2.Operation:

@@ -1,11 +1,13 @@
 """Cloud Build's builds, run locally into the local image store.
 
 A build fetches its source tarball from Cloud Storage (google-cloud-storage, so
-``STORAGE_EMULATOR_HOST`` points it at a storage emulator), and builds it with trainpool's
-local builder into the local image store under the names in ``Build.images`` ("pushed"): a
-CustomJob naming that image then runs from the store. Only ``pip install -r`` runs; the
-build log lists the RUN steps that did not. The log is ``<root>/builds/<id>/log.txt`` and
-``Build.log_url`` points at it.
+``STORAGE_EMULATOR_HOST`` points it at a storage emulator). Where a container engine
+answers, it is built there, every step run (:mod:`.engine_builds`), and tagged with the
+names in ``Build.images`` ("pushed"): a CustomJob naming one runs as containers of it.
+Without an engine, trainpool's local builder stores it in the local image store under
+those names, and a CustomJob naming one runs from the store; only ``pip install -r``
+runs then, and the build log lists the RUN steps that did not. The log is
+``<root>/builds/<id>/log.txt`` and ``Build.log_url`` points at it.
 
 A build that was running when a previous server stopped (or crashed) has no thread any
 more: on start it is recorded FAILURE, saying so, like a CustomJob.
@@ -28,6 +30,8 @@ from typing import Any
 from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 
 from trainpool.cluster_env.gcs import to_path
+from trainpool.emulator.builds import engine_builds
+from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.records.kinds import BUILDS
 from trainpool.emulator.records.repositories import push_problem
 from trainpool.emulator.state import EmulatorState
@@ -47,13 +51,20 @@ RESTART_DETAIL = (
 )
 
 
+def _tagged(image: str) -> bool:
+    """Whether ``image`` ends with a tag (``:TAG`` after its last ``/``)."""
+    return ":" in image.rsplit("/", 1)[-1]
+
+
 def build_name(project: str, build_id: str) -> str:
     return f"projects/{project}/builds/{build_id}"
 
 
 class BuildRunner:
-    def __init__(self, state: EmulatorState) -> None:
+    def __init__(self, state: EmulatorState, engine: ContainerEngine | None = None) -> None:
         self.state = state
+        self.engine = engine
+        """The container engine builds run on (None: the local image store's builder)."""
         self.records = state.records
         self.hold_s = float(os.environ.get(HOLD_ENV, "0") or 0)
         self._lock = threading.Lock()
@@ -126,10 +137,13 @@ class BuildRunner:
                     finish_time=self.state.clock.now(),
                 )
                 return
-            log.write(f"RUN steps not executed by the local builder: {not_run or 'none'}\n")
-            self._push(build, digest, log)
+            if not_run is not None:
+                log.write(f"RUN steps not executed by the local builder: {not_run or 'none'}\n")
+            self._push(build, digest, log, on_engine=not_run is None)
 
-    def _push(self, build: cb.Build, digest: str, log: io.TextIOBase) -> None:
+    def _push(
+        self, build: cb.Build, digest: str, log: io.TextIOBase, on_engine: bool = False
+    ) -> None:
         """Tag the stored image with ``build.images`` and end SUCCESS, unless cancelled meanwhile.
 
         Under the lock that Cancel takes, so a build cancelled while it ran pushes nothing
@@ -147,7 +161,13 @@ class BuildRunner:
                 problem = push_problem(self.state, image)
                 if problem is not None:
                     log.write(problem + "\n")
-                image_store.tag(self.state.root, image, digest)
+                if on_engine and self.engine is not None:
+                    repository, _, tag = (
+                        image.rpartition(":") if _tagged(image) else (image, "", "latest")
+                    )
+                    self.engine.client.images.get(f"sha256:{digest}").tag(repository, tag)
+                else:
+                    image_store.tag(self.state.root, image, digest)
                 log.write(f"pushed {image}@sha256:{digest}\n")
             log.write("DONE\n")
 
@@ -160,8 +180,9 @@ class BuildRunner:
 
             self.records.update(BUILDS, build.name, success)
 
-    def _build(self, build: cb.Build, log: io.TextIOBase) -> tuple[str, list[str]]:
-        """Store the build's context as an image (not yet tagged); its digest and unrun steps."""
+    def _build(self, build: cb.Build, log: io.TextIOBase) -> tuple[str, list[str] | None]:
+        """Build the context into an image, not yet tagged: on the engine (its id's digest,
+        None) or into the local image store (its digest, the RUN steps not run)."""
         from google.cloud import storage  # type: ignore[attr-defined]
 
         source = build.source.storage_source
@@ -179,6 +200,9 @@ class BuildRunner:
                 if arg.startswith("--build-arg="):
                     key, _, value = arg.removeprefix("--build-arg=").partition("=")
                     build_args[key] = value
+        if self.engine is not None:
+            image_id = engine_builds.build(self.engine, data, build_args, log)
+            return image_id.removeprefix("sha256:"), None
         with tempfile.TemporaryDirectory() as tmp:
             if len(data) > archives.MAX_BYTES:
                 raise archives.UnsafeArchive(

@@ -1,0 +1,124 @@
+"""Cloud Build's builds run on the container engine: a real ``docker build``, every step run.
+
+Where a container engine answers (:mod:`trainpool.emulator.jobs.containers`), a build's
+source is built with it as ``gcloud builds submit`` builds it on Cloud Build: the engine's
+builder runs every instruction, RUN steps included, and each line of its output goes to
+the build's log (``Step 3/7 : RUN ...`` and what the step printed). A step that fails
+fails the build, naming the step and ending with its output. The image is tagged with
+the build's ``images`` only when the build ends SUCCESS (:mod:`.build_runs`), so a build
+cancelled meanwhile pushes nothing; a CustomJob naming one of those names then runs as
+containers of it.
+
+A base the engine lacks is pulled, as on a user's machine. Where it cannot be pulled (no
+route to Docker Hub or Google's registries, as here) and it is one of the bases with an
+offline stand-in (:mod:`trainpool.emulator.jobs.debian_bases`: ``python:3.9-slim``,
+``python:3.11-slim``, ``python:3.13-slim``), the stand-in is made (once) and tagged with
+the base's name, labelled as a stand-in, and the build log says so and how it differs;
+any other base fails the build, naming it and what would make it available.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from collections.abc import Mapping
+from typing import Any
+
+from trainpool.emulator.jobs import debian_bases
+from trainpool.emulator.jobs.containers import ContainerEngine
+from trainpool.images import image_config
+
+
+class BuildFailed(Exception):
+    """The engine's build failed: the message names the step and ends with its output."""
+
+
+def dockerfile_of(data: bytes, name: str = "Dockerfile") -> str:
+    """The Dockerfile ``name`` of a gzipped build context."""
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            if member.name.lstrip("./") == name and member.isfile():
+                handle = tar.extractfile(member)
+                if handle is not None:
+                    return handle.read().decode("utf-8", "replace")
+    raise BuildFailed(f"the build's source has no {name}; accepted: a context with a Dockerfile")
+
+
+def ensure_base(engine: ContainerEngine, name: str, log: io.TextIOBase) -> None:
+    """Make base image ``name`` available to the engine's builder: it has it, it pulls it, or
+    (where it cannot pull) the offline stand-in is tagged with the name."""
+    from docker import errors
+
+    if engine.image(name) is not None:
+        return
+    try:
+        engine.client.images.pull(name)
+        log.write(f"FROM {name}: pulled\n")
+        return
+    except errors.DockerException as err:
+        cannot = getattr(err, "explanation", None) or str(err)
+    public = name.removeprefix("docker.io/").removeprefix("library/")
+    if public not in debian_bases.BASES:
+        raise BuildFailed(
+            f"FROM {name}: the container engine does not have it and cannot pull it ({cannot}); "
+            "accepted: an image the engine has (docker pull, docker load, docker build -t) or a "
+            f"base with an offline stand-in ({', '.join(sorted(debian_bases.BASES))})"
+        )
+    image = debian_bases.ensure(engine.client, public)
+    repository, _, tag = name.rpartition(":")
+    image.tag(repository, tag)
+    differs = (image.labels or {}).get(debian_bases.DIFFERENCE_LABEL, "")
+    log.write(
+        f"FROM {name}: cannot be pulled here ({cannot}); the stand-in made offline from Debian's "
+        f"packages is tagged {name} (label {debian_bases.LABEL}; it differs: {differs})\n"
+    )
+
+
+def build(
+    engine: ContainerEngine,
+    data: bytes,
+    build_args: Mapping[str, str],
+    log: io.TextIOBase,
+    dockerfile: str = "Dockerfile",
+) -> str:
+    """Build the gzipped context ``data`` on ``engine``; the image's id. Raises BuildFailed."""
+    text = dockerfile_of(data, dockerfile)
+    for base in image_config.base_images(text, build_args):
+        ensure_base(engine, base, log)
+    log.write(f"building on {engine.describe}\n")
+    log.flush()
+    step = ""
+    image_id = ""
+    output: list[str] = []
+    stream: Any = engine.client.api.build(
+        fileobj=io.BytesIO(data),
+        custom_context=True,
+        encoding="gzip",
+        dockerfile=dockerfile,
+        buildargs=dict(build_args),
+        rm=True,
+        forcerm=True,
+        decode=True,
+    )
+    for chunk in stream:
+        if "stream" in chunk:
+            text = str(chunk["stream"])
+            log.write(text)
+            log.flush()
+            for line in text.splitlines():
+                if line.startswith("Step "):
+                    step, output = line, []
+                elif line.strip():
+                    output.append(line)
+        if "aux" in chunk and isinstance(chunk["aux"], dict) and "ID" in chunk["aux"]:
+            image_id = str(chunk["aux"]["ID"])
+        if "error" in chunk:
+            error = str(chunk["error"]).strip()
+            log.write(f"ERROR: {error}\n")
+            shown = "\n".join(output[-20:])
+            raise BuildFailed(
+                f"{step or 'the build'} failed: {error}" + (f"\n{shown}" if shown else "")
+            )
+    if not image_id:
+        raise BuildFailed(f"{engine.describe} ended the build without an image")
+    return image_id
