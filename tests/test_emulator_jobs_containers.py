@@ -107,6 +107,14 @@ elif mode == "trial":
     model_dir = "/gcs/" + os.environ["AIP_MODEL_DIR"][len("gs://"):]
     os.makedirs(model_dir, exist_ok=True)
     pathlib.Path(model_dir, "trial.json").write_text(json.dumps({"trial": trial, "x": x}))
+elif mode == "flaky":
+    # fails its first start with 5 (not one of the permanent codes: the replica is restarted)
+    starts = pathlib.Path("/gcs/bkt/starts") / name
+    starts.parent.mkdir(parents=True, exist_ok=True)
+    with open(starts, "a") as out:
+        out.write(f"{socket.gethostname()}\n")
+    if len(starts.read_text().split()) == 1:
+        sys.exit(5)
 elif mode == "exit":
     print("exiting with", sys.argv[2], flush=True)
     sys.exit(int(sys.argv[2]))
@@ -525,3 +533,37 @@ def test_a_failing_run_step_fails_the_build_naming_the_step_and_its_output(
     assert detail.startswith("Step 2/2 : RUN echo about to fail && exit 3 failed: ")
     assert "returned a non-zero code: 3" in detail and "about to fail" in detail
     assert engine.image(broken) is None  # nothing pushed
+
+
+@pytest.mark.timeout(600)
+def test_a_failed_worker_is_restarted_as_a_new_container_and_the_job_succeeds(
+    client: Any, root: Path, engine: ContainerEngine, root_image: str
+) -> None:
+    job = create(client, [pool(1, root_image, args=["none"]), pool(1, root_image, args=["flaky"])])
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    starts = (root / "gcs/bkt/starts/workerpool1-0").read_text().split()
+    assert len(starts) == 2  # exit 5 once: restarted once ("Restart workers during the job")
+    assert ours(engine, root) == []
+
+
+@pytest.mark.timeout(600)
+def test_preempting_a_spot_job_of_containers_stops_them_with_sigterm_and_fails_it_stockout(
+    root: Path, engine: ContainerEngine, root_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with emulator.start(root) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        pools = [pool(1, root_image, args=["sleep"]), pool(1, root_image, args=["sleep"])]
+        job = create(client, pools, scheduling={"strategy": "SPOT"})
+        names = ["workerpool0-0", "workerpool1-0"]
+        logs = [job_dir(root, job) / f"{n}.log" for n in names]
+        deadline = time.monotonic() + 120
+        while not all(p.exists() and "sleeping" in p.read_text() for p in logs):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        ended = emu.preempt(job.name)
+    assert ended.state == JobState.JOB_STATE_FAILED
+    assert ended.error.message.startswith("STOCKOUT: ")
+    assert sorted(os.listdir(root / "gcs/bkt/term")) == names  # SIGTERM first, as on Vertex
+    assert ours(engine, root) == []
