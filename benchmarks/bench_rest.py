@@ -9,7 +9,10 @@ secret as the token), started and ready before the clock starts, each creating `
 CustomJobs (one replica running ``true``) with a GetCustomJob and a ListCustomJobs (its own
 label, a page of 10) after each Create. Prints p50 / p99 of Create, Get and List for each
 transport, side by side, and how long each took. The two runs share the machine, so they
-are run one after the other, gRPC first, with the same load.
+are run one after the other, gRPC first, with the same load: each in a project of its own
+(its Lists search as many stored jobs as the other's), and each from an idle emulator (the
+first run's jobs, most of them still queued when its calls end, are let finish before the
+second starts, else the second's calls share the emulator with running them).
 
 Then ``--gcloud`` times, under ``trainpool exec``'s environment: ``gcloud ai custom-jobs
 create --config`` followed by ``gcloud ai custom-jobs describe``, and, for comparison, the
@@ -34,6 +37,9 @@ from typing import Any
 from job_calls import TimedCalls, percentile
 
 PARENT = "projects/bench/locations/us-central1"
+"""Where gcloud's jobs go; each transport's load has its own project (:func:`parent`)."""
+DONE = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+DRAIN_S = 600.0
 JOB = {
     "display_name": "rest-bench",
     "job_spec": {
@@ -46,6 +52,23 @@ JOB = {
         ]
     },
 }
+
+
+def parent(transport: str) -> str:
+    return f"projects/bench-{transport}/locations/us-central1"
+
+
+def drain(transport: str) -> float:
+    """Wait until every job of ``transport``'s load has ended; the seconds it took."""
+    from trainpool.vertex.clients import job_client
+
+    client, began = job_client("us-central1"), time.perf_counter()
+    while time.perf_counter() - began < DRAIN_S:
+        jobs = client.list_custom_jobs(request={"parent": parent(transport), "page_size": 1000})
+        if all(job.state.name in DONE for job in jobs):
+            break
+        time.sleep(0.5)
+    return time.perf_counter() - began
 
 
 def make_client(transport: str) -> Any:
@@ -71,7 +94,7 @@ def make_client(transport: str) -> Any:
 
 def client_main(index: int, jobs: int, transport: str) -> None:
     label = f"{transport}{index}"
-    calls = TimedCalls(make_client(transport), PARENT, label)
+    calls = TimedCalls(make_client(transport), parent(transport), label)
     calls.ready()
     calls.load({**JOB, "labels": {"client": label}}, jobs)
     print(json.dumps(calls.times), flush=True)
@@ -102,7 +125,8 @@ def load(args: argparse.Namespace, env: dict[str, str], transport: str) -> dict[
         for kind, values in json.loads(proc.stdout.readline()).items():
             merged[kind] += values
         proc.wait()
-    return {"wall": time.perf_counter() - began, "times": merged}
+    wall = time.perf_counter() - began
+    return {"wall": wall, "times": merged, "drain": drain(transport)}
 
 
 def gcloud_times(args: argparse.Namespace, root: Path, tmp: Path) -> None:
@@ -204,6 +228,7 @@ def main() -> None:
         lines = [server.stdout.readline() for _ in range(3)]
         address = lines[0].split()[5]
         rest = next(line.split()[4] for line in lines if line.startswith("REST door"))
+        os.environ["VERTEX_AI_EMULATOR_HOST"] = address  # for drain()
         env = dict(
             os.environ,
             VERTEX_AI_EMULATOR_HOST=address,
@@ -225,7 +250,8 @@ def main() -> None:
                 print(f"{kind:8}{row[0]:10.1f}{row[1]:8.1f}{row[2]:12.1f}{row[3]:8.1f}")
             print(
                 f"all calls done in: gRPC {results['grpc']['wall']:.1f} s, "
-                f"REST {results['rest']['wall']:.1f} s"
+                f"REST {results['rest']['wall']:.1f} s (then their jobs ended in "
+                f"{results['grpc']['drain']:.1f} and {results['rest']['drain']:.1f} s)"
             )
             gcloud_times(args, root, Path(tmp))
         finally:

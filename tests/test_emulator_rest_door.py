@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import subprocess
 import urllib.error
 import urllib.request
@@ -249,6 +250,40 @@ def test_a_too_large_body_is_refused_before_it_is_read(emu: emulator.Emulator) -
     answer = connection.getresponse()
     body = json.loads(answer.read())
     assert answer.status == 413 and "at most" in body["error"]["message"], body
+
+
+def _read_answer(reader: Any) -> tuple[int, Any]:
+    """One HTTP answer from ``reader``: its status and JSON body (``Content-Length``)."""
+    status, length = int(reader.readline().split()[1]), 0
+    while (line := reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        length = int(value) if name.lower() == "content-length" else length
+    return status, json.loads(reader.read(length))
+
+
+def test_a_client_that_expects_100_continue_is_told_at_once(emu: emulator.Emulator) -> None:
+    """``Expect: 100-continue`` (curl's on large bodies): the interim answer comes before the
+    body is sent, though the door gathers an answer's head and body into one write; the
+    answers of one connection then follow each other whole."""
+    host, port = emu.rest_address.removeprefix("http://").split(":")
+    body = json.dumps({"displayName": "expects", "jobSpec": {"workerPoolSpecs": [POOL]}})
+    auth = f"Host: {HOST}\r\nAuthorization: Bearer {secret(emu)}\r\n"
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(
+            f"POST /{HOST}/v1/{PARENT}/customJobs HTTP/1.1\r\n{auth}Content-Length: "
+            f"{len(body)}\r\nExpect: 100-continue\r\n\r\n".encode()
+        )
+        interim = sock.recv(1024)
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n", interim
+        sock.sendall(body.encode())
+        reader = sock.makefile("rb")
+        status, made = _read_answer(reader)
+        assert status == 200 and made["displayName"] == "expects", made
+        sock.sendall(f"GET /{HOST}/v1/{made['name']} HTTP/1.1\r\n{auth}\r\n".encode())
+        sock.sendall(f"GET /{HOST}/v1/{PARENT}/customJobs/0 HTTP/1.1\r\n{auth}\r\n".encode())
+        status, got = _read_answer(reader)
+        assert status == 200 and got["name"] == made["name"], got
+        assert _read_answer(reader)[0] == 404
 
 
 def test_an_update_mask_in_the_query_changes_only_what_it_names(

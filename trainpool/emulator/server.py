@@ -301,7 +301,7 @@ def start(
         if storage:
             door = serve(state.home, limit=storage_max_bytes, secret=secret)
             state.storage = door.key
-        rest = RestDoor(state, DoorKey("", secret, state.home.storage_token), calls_at_once=WORKERS)
+        rest = RestDoor(state, DoorKey("", secret, state.home.storage_token))
         state.rest_address = rest.address
         if port is None:
             state.address = listen.listen_unix(server, listen.socket_path(state.home))

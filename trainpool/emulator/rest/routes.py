@@ -99,6 +99,38 @@ def package_routes(package: str) -> list[Route]:
     return routes
 
 
+class _Choice:
+    """Routes of one verb, in the order they are tried, indexed by their literal segments:
+    a path is tried only against the templates of its length whose literals it has (and
+    those with ``**``), in the same order. Hundreds of routes share a verb; tried one by
+    one, a GET cost about 0.2 ms."""
+
+    def __init__(self, routes: list[Route]) -> None:
+        self.routes = routes
+        self._open: list[int] = []
+        self._fixed: dict[int, dict[tuple[int, ...], dict[tuple[str, ...], list[int]]]] = {}
+        for i, route in enumerate(routes):
+            shape = route.template.shape
+            if shape is None:
+                self._open.append(i)
+                continue
+            where = tuple(at for at, literal in enumerate(shape) if literal is not None)
+            key = tuple(shape[at] or "" for at in where)
+            by_length = self._fixed.setdefault(len(shape), {})
+            by_length.setdefault(where, {}).setdefault(key, []).append(i)
+
+    def match(self, body: str, custom: str) -> tuple[Route, dict[str, str]] | None:
+        segments = body.split("/")
+        tried = list(self._open)
+        for where, table in self._fixed.get(len(segments), {}).items():
+            tried += table.get(tuple(segments[at] for at in where), ())
+        for i in sorted(tried):
+            values = self.routes[i].template.match(body, custom)
+            if values is not None:
+                return self.routes[i], values
+        return None
+
+
 class Router:
     """An API's routes, looked up by HTTP verb and path (without any host prefix)."""
 
@@ -110,18 +142,16 @@ class Router:
             unique.values(),
             key=lambda r: (-r.template.literals, "**" in r.template.text, r.template.text),
         )
-        self._by_verb: dict[tuple[str, str], list[Route]] = {}
+        by_verb: dict[tuple[str, str], list[Route]] = {}
         for route in self.routes:
-            self._by_verb.setdefault((route.verb, route.template.verb), []).append(route)
+            by_verb.setdefault((route.verb, route.template.verb), []).append(route)
+        self._by_verb = {key: _Choice(routes) for key, routes in by_verb.items()}
 
     def match(self, verb: str, path: str) -> tuple[Route, dict[str, str]] | None:
         """The route of ``verb`` ``path`` and its path variables, or None."""
         body, custom = split_verb(path)
-        for route in self._by_verb.get((verb, custom), ()):
-            values = route.template.match(body, custom)
-            if values is not None:
-                return route, values
-        return None
+        choice = self._by_verb.get((verb, custom))
+        return choice.match(body, custom) if choice is not None else None
 
     def allowed(self, path: str) -> list[str]:
         """The verbs some route takes ``path`` with (for a 405's words)."""

@@ -41,6 +41,9 @@ class Template:
     verb: str
     literals: int
     """How many literal segments (more is more specific: tried first)."""
+    shape: tuple[str | None, ...] | None = None
+    """Each path segment it matches: its literal, or None for any one segment; None when
+    it has ``**`` (it matches paths of any length)."""
 
     def match(self, path: str, verb: str) -> dict[str, str] | None:
         """``{field path: value}`` when ``path`` (without its verb) and ``verb`` match."""
@@ -112,11 +115,13 @@ def parse(text: str) -> Template:
     parts: list[str] = []
     variables: list[tuple[str, str, bool]] = []
     literals = 0
+    shape: list[str | None] = []
     for segment in _split_top(body):
         if segment.startswith("{") and segment.endswith("}"):
             field, _, inner = segment[1:-1].partition("=")
             if not _IDENT.match(field):
                 raise TemplateError(f"field path {field!r}")
+            shape += [None if s in ("*", "**") else s for s in _split_top(inner or "*")]
             regex, count, multi = _segments_regex(_split_top(inner or "*"))
             group = f"v{len(variables)}"
             parts.append(f"(?P<{group}>{regex})")
@@ -124,11 +129,13 @@ def parse(text: str) -> Template:
             literals += count
         else:
             regex, count, _ = _segments_regex([segment])
+            shape.append(None if segment in ("*", "**") else segment)
             parts.append(regex)
             literals += count
     # "**" may match nothing: "a/**" matches "a" as well as "a/b/c".
     pattern = "/".join(parts).replace("/.*", "(?:/.*)?")
-    return Template(text, re.compile(pattern), tuple(variables), verb, literals)
+    fixed = None if "**" in body else tuple(shape)
+    return Template(text, re.compile(pattern), tuple(variables), verb, literals, fixed)
 
 
 def split_verb(path: str) -> tuple[str, str]:
