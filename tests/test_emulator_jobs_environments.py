@@ -296,12 +296,14 @@ import importlib, json, subprocess, sys, types
 from importlib import metadata
 pip = [sys.executable, "-m", "pip", "install", "--quiet"]
 subprocess.run([*pip, "mlflow"], check=True)
-# the newest mlflow the index offers, as pip would take it with nothing installed
-newest = subprocess.run(
-    [*pip, "--dry-run", "--ignore-installed", "--no-deps", "--report", "-", "mlflow"],
+# the mlflow pip takes with nothing installed, its dependencies included (the index may hold
+# an mlflow whose mlflow-skinny is not there yet)
+clean = subprocess.run(
+    [*pip, "--dry-run", "--ignore-installed", "--report", "-", "mlflow"],
     check=True, capture_output=True, text=True,
 )
-print("newest", json.loads(newest.stdout)["install"][0]["metadata"]["version"])
+taken = json.loads(clean.stdout)["install"]
+print("newest", next(i["metadata"]["version"] for i in taken if i["metadata"]["name"] == "mlflow"))
 print("mlflow", metadata.version("mlflow"), "protobuf", metadata.version("protobuf"))
 # mlflow's generated protobuf modules, with the protobuf pip chose (mlflow's own __init__,
 # which imports pandas and the rest, left out: a package of the same folder stands in)
@@ -346,7 +348,8 @@ def test_a_trainer_installing_mlflow_on_scikit_learn_1_0_gets_the_current_one(
 ) -> None:
     # issue 44: on a stand-in holding the newest protobuf, `pip install mlflow` settled on an
     # old mlflow whose protobuf could not import. On the image's versions (protobuf 3.20.3
-    # here) pip takes the newest mlflow, and its protobuf modules import
+    # here) pip takes the mlflow it takes with nothing installed, and its protobuf modules
+    # import
     printed = run_mlflow_trainer(client, tmp_path / "root", SKLEARN)
     newest = said(printed, "newest")[0]
     mlflow, _, protobuf = said(printed, "mlflow")
