@@ -20,13 +20,15 @@ package index and kept in ``Home.environments``:
   this machine's package configuration provides (any other torch version pulls the CUDA
   libraries, gigabytes);
 - ``cloudml-hypertune`` and ``google-cloud-storage``, which every image lists (the page's
-  "Included dependencies"), at the page's version where it gives one (scikit-learn and
-  XGBoost images: google-cloud-storage 1.29.0 or 2.19.0), else at their newest;
-- what those packages depend on (protobuf, google-api-core, ...) as pip resolves it under
+  "Included dependencies"), at the page's version where the catalog has one (the
+  scikit-learn 0.23/1.0 and XGBoost 1.1/1.6 images, whose whole list the catalog holds:
+  google-cloud-storage 1.29.0), else at their newest;
+- what those packages depend on (google-api-core, google-auth, ...) as pip resolves it under
   the pins above, so at versions of the image's time where the pins bound them
-  (google-cloud-storage 1.29.0 holds protobuf below 4), and ``protobuf`` itself pinned where
-  the catalog names a version (it says where each comes from); every distribution the
-  environment holds is recorded with its version (``environment.json``, ``held``);
+  (google-cloud-bigquery 1.25.0 holds google-api-core below 2), and ``protobuf`` itself
+  pinned where the catalog names a version (its row says where it comes from); every
+  distribution the environment holds is recorded with its version (``environment.json``,
+  ``held``);
 - nothing of the emulator's own packages (trainpool, kfp, ...): a container does not
   have them. The virtualenv's Python is this machine's, not the image's; the job log says
   which versions were asked and which installed.
