@@ -7,6 +7,7 @@ What each image ships: the "Prebuilt containers for custom training" page
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -17,15 +18,17 @@ import pytest
 from fixtures.environments import share_environments
 from fixtures.jobs import wait_job
 from google.cloud.aiplatform_v1.types.job_state import JobState
+from packaging.utils import canonicalize_name
 
 import trainpool.emulator as emulator
-from trainpool.catalog import PrebuiltImage, prebuilt_image, prebuilt_images
-from trainpool.emulator.jobs import environments
+from trainpool.catalog import PrebuiltImage, included_packages, prebuilt_image, prebuilt_images
+from trainpool.emulator.jobs import environments, pip_versions
 from trainpool.emulator.jobs.pip_versions import Choice
 from trainpool.home import Home
 from trainpool.vertex.clients import job_client
 
 XGBOOST = "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-1:latest"
+SKLEARN = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"
 
 
 def image(uri: str) -> PrebuiltImage:
@@ -53,13 +56,65 @@ def test_tensorflow_is_the_cpu_build_of_the_images_series() -> None:
 
 
 def test_xgboost_image_asks_for_the_documented_versions() -> None:
-    assert environments.requested(image(XGBOOST)) == {
+    asked = environments.requested(image(XGBOOST))
+    assert {
         "numpy": "1.18.5",
         "pandas": "1.0.4",
         "scipy": "1.4.1",
         "scikit-learn": "0.23.1",
         "xgboost": "1.1.1",
-    }
+        "google-cloud-storage": "1.29.0",
+        "grpcio": "1.29.0",
+    }.items() <= asked.items()
+
+
+def test_every_package_the_page_lists_is_pinned_and_storage_is_not_the_newest() -> None:
+    # Google's page gives the scikit-learn 1.0 image's whole PyPI list, google-cloud-storage
+    # 1.29.0 among it: the stand-in pins it, and protobuf, rather than taking the newest
+    sklearn = image(SKLEARN)
+    asked = environments.requested(sklearn)
+    listed = {p.package: p.version for p in included_packages("scikit-learn", "1.0")}
+    assert asked == listed
+    assert asked["protobuf"] == listed["protobuf"]
+    assert environments.unpinned(sklearn, environments.ALWAYS) == ("cloudml-hypertune",)
+    assert environments.unpinned(sklearn, environments.BUILD_TOOLS) == ()  # wheel 0.34.2
+    # TensorFlow's list on the page names no google-cloud-storage version: newest there
+    tf = image("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest")
+    assert environments.unpinned(tf, environments.ALWAYS) == environments.ALWAYS
+    lines = environments.describe(sklearn, [Choice("protobuf", "3.20.3", "3.20.3")])
+    assert lines[-1] == "  cloudml-hypertune: newest (every prebuilt image ships them; " + (
+        "Google's page gives no version)"
+    )
+
+
+def test_a_pin_gives_way_to_what_another_pin_depends_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # scikit-learn 1.1.3 (standing in for 1.0, which has no build here) needs joblib>=1.0.0;
+    # the page's joblib 0.15.1 gives way to the nearest version that installs with it
+    said = (
+        "ERROR: Cannot install joblib==0.15.1 and scikit-learn==1.1.3 because these package "
+        "versions have conflicting dependencies.\n\nThe conflict is caused by:\n"
+        "    The user requested joblib==0.15.1\n"
+        "    scikit-learn 1.1.3 depends on joblib>=1.0.0\n"
+    )
+    listed = "ERROR: (from versions: 0.14.1, 0.15.1, 0.17.0, 1.0.0, 1.0.1, 1.1.0, 1.4.2)"
+
+    def dry_run(python: Path, requirement: str, *, binary: bool = True) -> Any:
+        return subprocess.CompletedProcess([], 1, "", listed)
+
+    monkeypatch.setattr(pip_versions, "dry_run", dry_run)
+    choices = [Choice("joblib", "0.15.1", "0.15.1"), Choice("scikit-learn", "1.0", "1.1.3")]
+    assert environments._give_way(tmp_path / "python", choices, said)
+    assert choices[0].installed == "1.0.1"
+    assert choices[1] == Choice("scikit-learn", "1.0", "1.1.3")
+    lines = environments.describe(image(SKLEARN), choices)
+    assert lines[0] == (
+        "  joblib 1.0.1 (Vertex has 0.15.1; the other packages as they install here need "
+        "joblib>=1.0.0: the nearest that installs with them)"
+    )
+    # a conflict that is not between pins is not given way to: the build fails with pip's words
+    assert not environments._give_way(tmp_path / "python", choices, "ERROR: no such thing")
 
 
 def test_every_prebuilt_image_gets_numpy_and_pandas() -> None:
@@ -194,3 +249,113 @@ def test_a_trainer_importing_numpy_and_pandas_runs_on_pytorch_1_13(
     assert "numpy " in files.replica_log("workerpool0-0").read_text()
     log = files.log.read_text()
     assert "(Google's page lists no packages for pytorch 1.13; pytorch 2.4's, the nearest" in log
+
+
+def recorded_against_installed(home: Home, uri: str) -> dict[str, Any]:
+    """The stand-in of ``uri`` built (or the session's), its ``environment.json``; each
+    version it records checked against what its Python finds installed."""
+    found = image(uri)
+    environments.ensure(home, found, lambda _: None)
+    folder = home.environments / environments.key(found)
+    meta: dict[str, Any] = json.loads((folder / environments.BUILT).read_text())
+    python = folder / "venv" / "bin" / "python"
+    assert meta["held"] == pip_versions.held(python)
+    held = meta["held"]
+    for package, version in meta["installed"].items():
+        assert held[canonicalize_name(package)] == version, package
+    return meta
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize(
+    "uri",
+    [
+        SKLEARN,
+        XGBOOST,
+    ],
+)
+def test_a_stand_in_holds_what_it_records_and_protobuf_as_the_catalog_pins_it(
+    uri: str, tmp_path: Path
+) -> None:
+    # every package the page lists is installed at the version the build chose for it (the
+    # page's, or the nearest that installs), protobuf at the catalog's, and what the
+    # environment records holding is what its Python finds
+    home = Home(share_environments(tmp_path / "root"))
+    found = image(uri)
+    meta = recorded_against_installed(home, uri)
+    listed = {p.package: p.version for p in included_packages(found.framework, found.version)}
+    assert set(meta["installed"]) == set(listed)
+    assert meta["held"]["protobuf"] == listed["protobuf"]
+    assert meta["installed"]["protobuf"] == listed["protobuf"]
+    assert meta["held"]["google-cloud-storage"] == listed["google-cloud-storage"]
+
+
+MLFLOW_TRAINER = """
+import importlib, json, subprocess, sys, types
+from importlib import metadata
+pip = [sys.executable, "-m", "pip", "install", "--quiet"]
+subprocess.run([*pip, "mlflow"], check=True)
+# the mlflow pip takes with nothing installed, its dependencies included (the index may hold
+# an mlflow whose mlflow-skinny is not there yet)
+clean = subprocess.run(
+    [*pip, "--dry-run", "--ignore-installed", "--report", "-", "mlflow"],
+    check=True, capture_output=True, text=True,
+)
+taken = json.loads(clean.stdout)["install"]
+print("newest", next(i["metadata"]["version"] for i in taken if i["metadata"]["name"] == "mlflow"))
+print("mlflow", metadata.version("mlflow"), "protobuf", metadata.version("protobuf"))
+# mlflow's generated protobuf modules, with the protobuf pip chose (mlflow's own __init__,
+# which imports pandas and the rest, left out: a package of the same folder stands in)
+folder = metadata.distribution("mlflow").locate_file("mlflow")
+stub = types.ModuleType("mlflow")
+stub.__path__ = [str(folder)]
+sys.modules["mlflow"] = stub
+importlib.import_module("mlflow.protos.service_pb2")
+print("protos import")
+del sys.modules["mlflow"]
+"""
+
+
+def run_mlflow_trainer(client: Any, root: Path, uri: str) -> str:
+    """A CustomJob on ``uri`` whose trainer ``pip install``s mlflow; its replica's output."""
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {
+            "image_uri": uri,
+            "command": ["python3", "-c", MLFLOW_TRAINER],
+        },
+    }
+    created = client.create_custom_job(
+        parent="projects/demo/locations/us-central1",
+        custom_job={"display_name": "mlflow", "job_spec": {"worker_pool_specs": [pool]}},
+    )
+    files = Home(root).job(created.name.rsplit("/", 1)[1])
+    done = wait_job(client.get_custom_job, created.name, 1400, logs=files.dir)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error.message
+    return files.replica_log("workerpool0-0").read_text()
+
+
+def said(printed: str, word: str) -> list[str]:
+    return next(line.split()[1:] for line in printed.splitlines() if line.startswith(word + " "))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_a_trainer_installing_mlflow_on_scikit_learn_1_0_gets_the_current_one(
+    client: Any, tmp_path: Path
+) -> None:
+    # issue 44: on a stand-in holding the newest protobuf, `pip install mlflow` settled on an
+    # old mlflow whose protobuf could not import. On the image's versions (protobuf 3.20.3
+    # here) pip takes the mlflow it takes with nothing installed, and its protobuf modules
+    # import
+    printed = run_mlflow_trainer(client, tmp_path / "root", SKLEARN)
+    newest = said(printed, "newest")[0]
+    mlflow, _, protobuf = said(printed, "mlflow")
+    assert mlflow == newest, printed
+    assert "protos import" in printed
+    built = tmp_path / "root/environments/scikit-learn-1.0" / environments.BUILT
+    pinned = {p.package: p.version for p in included_packages("scikit-learn", "1.0")}
+    assert json.loads(built.read_text())["held"]["protobuf"] == pinned["protobuf"] == "3.20.3"
+    assert protobuf  # what pip took for the current mlflow, in the replica's own layer

@@ -20,8 +20,15 @@ package index and kept in ``Home.environments``:
   this machine's package configuration provides (any other torch version pulls the CUDA
   libraries, gigabytes);
 - ``cloudml-hypertune`` and ``google-cloud-storage``, which every image lists (the page's
-  "Included dependencies"), at their newest versions (the storage door speaks to current
-  clients);
+  "Included dependencies"), at the page's version where the catalog has one (the
+  scikit-learn 0.23/1.0 and XGBoost 1.1/1.6 images, whose whole list the catalog holds:
+  google-cloud-storage 1.29.0), else at their newest;
+- what those packages depend on (google-api-core, google-auth, ...) as pip resolves it under
+  the pins above, so at versions of the image's time where the pins bound them
+  (google-cloud-bigquery 1.25.0 holds google-api-core below 2), and ``protobuf`` itself
+  pinned where the catalog names a version (its row says where it comes from); every
+  distribution the environment holds is recorded with its version (``environment.json``,
+  ``held``);
 - nothing of the emulator's own packages (trainpool, kfp, ...): a container does not
   have them. The virtualenv's Python is this machine's, not the image's; the job log says
   which versions were asked and which installed.
@@ -43,6 +50,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from trainpool.catalog import PrebuiltImage, documented_versions, included_packages
 from trainpool.emulator.jobs import pip_versions
 from trainpool.errors import InputError, Problem
@@ -58,15 +67,20 @@ FRAMEWORK_PACKAGES = {
 TORCH = "2.13.0"
 """The one torch version installed: the CPU build on this machine (``/opt/wheels``)."""
 ALWAYS = ("cloudml-hypertune", "google-cloud-storage")
-RECIPE = 2
+RECIPE = 3
 """The version of what an environment holds; a built one of another version is built again
-(2: the packages borrowed from the nearest documented version, Ray Data)."""
+(2: the packages borrowed from the nearest documented version, Ray Data; 3: every package
+the page lists for the image pinned, protobuf included, and every distribution recorded)."""
 EXTRAS = {"ray": "data"}
 """The framework's extras its images hold (see the module)."""
 BUILD_TOOLS = ("wheel",)
 """So ``pip install`` of a trainer's sdist builds with the environment's setuptools,
 without downloading a build environment each time (:mod:`.packages`)."""
 BUILT = "environment.json"
+RELAXATIONS = 8
+"""How many times a build gives way to pip's conflicts between pins (the page's versions of
+one image need not install together once some are replaced by the nearest that build here:
+scikit-learn 1.1.3, standing in for 1.0, needs joblib>=1.0.0 where the page has 0.15.1)."""
 DRY_RUNS_AT_ONCE = 4
 """How many packages' versions are asked of the index at once while an environment is built."""
 
@@ -108,6 +122,13 @@ def requested(image: PrebuiltImage) -> dict[str, str]:
     if image.framework == "pytorch":
         asked["torch"] = TORCH
     return asked
+
+
+def unpinned(image: PrebuiltImage, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of ``names`` that ``image``'s pins (:func:`requested`) do not name: installed at
+    their newest."""
+    pinned = {canonicalize_name(package) for package in requested(image)}
+    return tuple(name for name in names if canonicalize_name(name) not in pinned)
 
 
 def _numbers(version: str) -> tuple[int, ...]:
@@ -223,21 +244,27 @@ def _build(folder: Path, image: PrebuiltImage) -> None:
     # each choice asks the package index (a pip process, mostly waiting on it): all at once
     with ThreadPoolExecutor(max_workers=DRY_RUNS_AT_ONCE) as pool:
         choices = list(pool.map(choose, requested(image).items()))
-    pins = [f"{c.package}=={c.installed}" for c in choices]
     extra = EXTRAS.get(image.framework)
-    if extra:
-        pins = [
-            f"{FRAMEWORK_PACKAGES[image.framework]}[{extra}]=={c.installed}"
-            if c.package == FRAMEWORK_PACKAGES[image.framework]
-            else f"{c.package}=={c.installed}"
-            for c in choices
-        ]
     nearest, names = borrowed(image)
-    # --no-compile: compiling every module of the framework (tensorflow: ~15 s of a ~50-s
-    # build here) is left to the imports that need it, which cache their bytecode as usual
-    done = _pip(python, "install", "--quiet", "--no-compile", *pins, *names, *ALWAYS, *BUILD_TOOLS)
+    always = unpinned(image, ALWAYS)
+    for _ in range(RELAXATIONS + 1):
+        pins = _pins(image, choices, extra)
+        # --no-compile: compiling every module of the framework (tensorflow: ~15 s of a ~50-s
+        # build here) is left to the imports that need it, which cache their bytecode as usual
+        # not --quiet: pip says which pins conflict ("The conflict is caused by") at info level
+        done = _pip(
+            python,
+            "install",
+            "--no-compile",
+            *pins,
+            *names,
+            *always,
+            *unpinned(image, BUILD_TOOLS),
+        )
+        if done.returncode == 0 or not _give_way(python, choices, done.stdout + done.stderr):
+            break
     if done.returncode != 0:
-        asked = " ".join([*pins, *names, *ALWAYS])
+        asked = " ".join([*pins, *names, *always])
         raise _fail(image, f"pip install {asked}", done.stderr)
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -253,6 +280,7 @@ def _build(folder: Path, image: PrebuiltImage) -> None:
         "site": site,
         "python": platform.python_version(),
         "installed": {c.package: c.installed for c in choices},
+        "held": pip_versions.held(python),
         "borrowed": {"from": nearest, "installed": {n: versions[n] for n in names}},
         "notes": describe(image, choices)
         + borrowed_notes(image, nearest, {n: versions[n] for n in names})
@@ -262,6 +290,34 @@ def _build(folder: Path, image: PrebuiltImage) -> None:
     tmp = folder / f".{BUILT}"
     tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     tmp.replace(folder / BUILT)
+
+
+def _pins(image: PrebuiltImage, choices: list[pip_versions.Choice], extra: str | None) -> list[str]:
+    framework = FRAMEWORK_PACKAGES[image.framework]
+    return [
+        f"{c.package}[{extra}]=={c.installed}"
+        if extra and c.package == framework
+        else f"{c.package}=={c.installed}"
+        for c in choices
+    ]
+
+
+def _give_way(python: Path, choices: list[pip_versions.Choice], stderr: str) -> bool:
+    """Replace in ``choices`` each pin that pip says another pin's package cannot install
+    with (its "The conflict is caused by" lines) by its nearest version that can; whether any
+    was replaced (none: the conflict is not one between pins, and the build fails)."""
+    pinned = {canonicalize_name(c.package) for c in choices if c.package != "torch"}
+    asked = pip_versions.conflicts(stderr, pinned)
+    replaced = False
+    for i, choice in enumerate(choices):
+        allowed = asked.get(canonicalize_name(choice.package))
+        if allowed is None or allowed.contains(choice.installed, prereleases=True):
+            continue
+        found = pip_versions.within(python, choice.package, choice.requested, allowed)
+        if found is not None and found.installed != choice.installed:
+            choices[i] = found
+            replaced = True
+    return replaced
 
 
 _EXTRA_PACKAGES = {"data": ("numpy", "pandas", "pyarrow")}
@@ -306,6 +362,10 @@ def describe(image: PrebuiltImage, choices: list[pip_versions.Choice]) -> list[s
             )
         elif choice.exact:
             lines.append(f"  {choice.package} {choice.installed} (as on Vertex: {asked})")
+        elif choice.reason:
+            lines.append(
+                f"  {choice.package} {choice.installed} (Vertex has {asked}; {choice.reason})"
+            )
         else:
             lines.append(
                 f"  {choice.package} {choice.installed} (Vertex has {asked}, which has no build "
@@ -313,5 +373,10 @@ def describe(image: PrebuiltImage, choices: list[pip_versions.Choice]) -> list[s
             )
     if image.accelerator != "cpu" and image.framework == "tensorflow":
         lines.append("  tensorflow-cpu stands in for the image's GPU build")
-    lines.append(f"  {', '.join(ALWAYS)}: newest (every prebuilt image ships them)")
+    always = unpinned(image, ALWAYS)
+    if always:
+        lines.append(
+            f"  {', '.join(always)}: newest (every prebuilt image ships them; Google's page "
+            "gives no version)"
+        )
     return lines

@@ -4,7 +4,9 @@ A prebuilt image's packages were built for its Python (3.7 or 3.10 mostly); this
 Python may have no build of that exact version (numpy 1.18.5 has no wheel for Python
 3.11). pip is asked, as it would install it (``--dry-run --only-binary=:all:`` against the
 configured package index), and when the exact version has no build it lists the versions
-that have one; the nearest is chosen by :func:`nearest`.
+that have one; the nearest is chosen by :func:`nearest`. A package published only as
+source (``webapp2 3.0.0b1``, ``crcmod 1.7``: no version has a wheel) is asked again as pip
+would build it from its sdist, at the exact version.
 """
 
 from __future__ import annotations
@@ -12,12 +14,17 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 _FROM_VERSIONS = re.compile(r"\(from versions: ([^)]*)\)")
+_DEPENDS = re.compile(r"^\s*\S+ \S+ depends on (.+?)\s*$", re.MULTILINE)
 
 
 class NoBuild(Exception):
@@ -31,6 +38,9 @@ class Choice:
     package: str
     requested: str
     installed: str
+    reason: str = ""
+    """Why ``installed`` is not the nearest build to ``requested`` (what another pin's
+    package depends on; a pre-release's release); empty when nothing."""
 
     @property
     def exact(self) -> bool:
@@ -46,11 +56,15 @@ def _matches(version: str, requested: str) -> bool:
         return version == requested
 
 
-def dry_run(python: Path, requirement: str) -> subprocess.CompletedProcess[str]:
-    """What pip would install for ``requirement`` alone, from builds (wheels) only."""
+def dry_run(
+    python: Path, requirement: str, *, binary: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """What pip would install for ``requirement`` alone, from builds (wheels) only unless
+    ``binary`` is False (then an sdist counts: pip reads its metadata by building it)."""
+    only = ["--only-binary=:all:"] if binary else []
     return subprocess.run(
         [str(python), "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-deps"]
-        + ["--only-binary=:all:", "--quiet", "--report", "-", "--disable-pip-version-check"]
+        + [*only, "--quiet", "--report", "-", "--disable-pip-version-check"]
         + ["--no-input", requirement],
         capture_output=True,
         text=True,
@@ -94,10 +108,47 @@ def choose(python: Path, package: str, requested: str) -> Choice:
     if done.returncode == 0:
         report = json.loads(done.stdout)
         return Choice(package, requested, report["install"][0]["metadata"]["version"])
-    chosen = nearest(requested, listed_versions(done.stderr))
+    listed = listed_versions(done.stderr)
+    if not listed and not requested.endswith(".*"):
+        # no version has a wheel for this Python (or none at all): the exact one from source
+        source = dry_run(python, f"{package}=={requested}", binary=False)
+        if source.returncode == 0:
+            report = json.loads(source.stdout)
+            return Choice(package, requested, report["install"][0]["metadata"]["version"])
+    chosen = nearest(requested, listed)
     if chosen is None:
         raise NoBuild(f"pip finds no build of {package} for this Python: {done.stderr.strip()}")
     return Choice(package, requested, chosen)
+
+
+def conflicts(stderr: str, pinned: Collection[str]) -> dict[str, SpecifierSet]:
+    """What pip's "The conflict is caused by" lines ask of the ``pinned`` packages (names as
+    :func:`packaging.utils.canonicalize_name` gives them) that other packages depend on:
+    ``scikit-learn 1.1.3 depends on joblib>=1.0.0`` is ``{"joblib": SpecifierSet(">=1.0.0")}``
+    when joblib is pinned; the specifiers of one package are joined."""
+    asked: dict[str, SpecifierSet] = {}
+    for line in _DEPENDS.findall(stderr):
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        name = canonicalize_name(requirement.name)
+        if name in pinned and requirement.specifier:
+            asked[name] = asked.get(name, SpecifierSet()) & requirement.specifier
+        # (a pin conflicting with an unpinned package: pip chose among that one's versions)
+    return asked
+
+
+def within(python: Path, package: str, requested: str, allowed: SpecifierSet) -> Choice | None:
+    """The version of ``package`` nearest ``requested`` (as :func:`nearest` reads nearest)
+    that has a build here and that ``allowed`` admits; None when none does."""
+    done = dry_run(python, f"{package}==0+none")
+    versions = [v for v in listed_versions(done.stderr) if allowed.contains(v, prereleases=False)]
+    chosen = nearest(requested, versions)
+    if chosen is None:
+        return None
+    why = f"the other packages as they install here need {package}{allowed}"
+    return Choice(package, requested, chosen, f"{why}: the nearest that installs with them")
 
 
 def installed(python: Path, names: list[str]) -> dict[str, str]:
@@ -113,6 +164,21 @@ def installed(python: Path, names: list[str]) -> dict[str, str]:
     )
     done = subprocess.run(
         [str(python), "-c", code, *names], capture_output=True, text=True, check=True
+    )
+    found: dict[str, str] = json.loads(done.stdout)
+    return found
+
+
+def held(python: Path) -> dict[str, str]:
+    """Every distribution ``python`` finds, by its name as pip compares them (PEP 503), with
+    its version: what an environment holds, the dependencies pip chose included."""
+    code = (
+        "import importlib.metadata as m, json, re\n"
+        "print(json.dumps({re.sub(r'[-_.]+', '-', d.metadata['Name']).lower(): d.version\n"
+        "                  for d in m.distributions()}, sort_keys=True))"
+    )
+    done = subprocess.run(
+        [str(python), "-I", "-c", code], capture_output=True, text=True, check=True
     )
     found: dict[str, str] = json.loads(done.stdout)
     return found
