@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from fixtures.engine import build, ours
 from fixtures.jobs import wait_job
+from fixtures.runtime import vendored_runtime
 from fixtures.shell import gcloud, needs_gcloud, ok
 from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -566,4 +567,31 @@ def test_preempting_a_spot_job_of_containers_stops_them_with_sigterm_and_fails_i
     assert ended.state == JobState.JOB_STATE_FAILED
     assert ended.error.message.startswith("STOCKOUT: ")
     assert sorted(os.listdir(root / "gcs/bkt/term")) == names  # SIGTERM first, as on Vertex
+    assert ours(engine, root) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_pytorch_ddp_example_trains_across_three_containers(
+    client: Any, root: Path, engine: ContainerEngine, torch_image: str, tmp_path: Path
+) -> None:
+    # the example's trainer with trainpool's runtime beside it, as a user's Dockerfile
+    # copies both, on an image with PyTorch; 1 primary + 2 workers, gloo across containers
+    context = tmp_path / "context"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples/pytorch_ddp", context)
+    vendored_runtime(context)
+    (context / "Dockerfile").write_text(
+        f"FROM {torch_image}\nWORKDIR /app\nCOPY . /app\n"
+        'ENTRYPOINT ["python3", "-m", "trainer.task"]\n'
+    )
+    image = "trainpool-test/pytorch-ddp:1"
+    engine.client.images.build(path=str(context), tag=image, rm=True, forcerm=True)
+    pools = [pool(1, image, args=["--epochs=1"]), pool(2, image, args=["--epochs=1"])]
+    job = create(client, pools, base_output_directory={"output_uri_prefix": "gs://bkt/ddp"})
+    done = wait(client, root, job, timeout=600)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert (root / "gcs/bkt/ddp/model/model.pt").is_file()  # the chief's, through /gcs
+    for rank, name in enumerate(["workerpool0-0", "workerpool1-0", "workerpool1-1"]):
+        lines = [e["m"] for e in entries(root, job, name)]
+        assert any(line.startswith(f"{name} rank {rank}/3 epoch 1") for line in lines), lines
     assert ours(engine, root) == []

@@ -136,6 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         model_dir = paths.job_dir("model", ctx, hp["output_dir"])
         save(model.module.state_dict(), model_dir, "model.pt")
         write_metrics({"loss": loss, "accuracy": accuracy}, model_dir)
+    # every rank waits here for the chief's writes, so none tears its connections down while
+    # another still has a collective or a receive pending on them: gloo's pending receive is
+    # not interruptible, and a process destroyed under it dies with "terminate called without
+    # an active exception" (pytorch/pytorch#28126, facebookincubator/gloo#227), seen here as
+    # a replica exiting 139 after its last epoch, which Vertex then restarts alone
+    dist.barrier()
     dist.destroy_process_group()
     return 0
 
