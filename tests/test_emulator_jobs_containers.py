@@ -34,6 +34,7 @@ from trainpool.emulator.jobs.container_specs import ContainerLaunch
 from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.jobs.failure_rules import exit_message
 from trainpool.emulator.jobs.processes import Launch
+from trainpool.images import image_store
 from trainpool.vertex.clients import job_client
 
 TASK = r"""
@@ -173,6 +174,26 @@ def pool(count: int, image_uri: str, **container: Any) -> dict[str, Any]:
 def create(client: Any, pools: list[dict[str, Any]], **spec: Any) -> Any:
     job = {"display_name": "job", "job_spec": {"worker_pool_specs": pools, **spec}}
     return client.create_custom_job(parent=PARENT, custom_job=job)
+
+
+def grid_sweep(client: Any, image_uri: str, output: str) -> Any:
+    """A 2-trial GRID sweep over x in [1, 2] of ``image_uri``'s "trial" mode, ended."""
+    sweep = {
+        "display_name": "sweep",
+        "max_trial_count": 2,
+        "parallel_trial_count": 2,
+        "study_spec": {
+            "metrics": [{"metric_id": "score", "goal": "MAXIMIZE"}],
+            "parameters": [{"parameter_id": "x", "discrete_value_spec": {"values": [1, 2]}}],
+            "algorithm": "GRID_SEARCH",
+        },
+        "trial_job_spec": {
+            "worker_pool_specs": [pool(1, image_uri, args=["trial"])],
+            "base_output_directory": {"output_uri_prefix": output},
+        },
+    }
+    made = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=sweep)
+    return wait_job(client.get_hyperparameter_tuning_job, made.name, 300)
 
 
 def job_dir(root: Path, job: Any) -> Path:
@@ -440,22 +461,7 @@ def test_a_container_killed_for_memory_ends_137_and_says_so(
 def test_a_sweeps_trials_run_as_containers_and_keep_their_outputs_apart(
     client: Any, root: Path, engine: ContainerEngine, root_image: str
 ) -> None:
-    sweep = {
-        "display_name": "sweep",
-        "max_trial_count": 2,
-        "parallel_trial_count": 2,
-        "study_spec": {
-            "metrics": [{"metric_id": "score", "goal": "MAXIMIZE"}],
-            "parameters": [{"parameter_id": "x", "discrete_value_spec": {"values": [1, 2]}}],
-            "algorithm": "GRID_SEARCH",
-        },
-        "trial_job_spec": {
-            "worker_pool_specs": [pool(1, root_image, args=["trial"])],
-            "base_output_directory": {"output_uri_prefix": "gs://bkt/sweep"},
-        },
-    }
-    made = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=sweep)
-    done = wait_job(client.get_hyperparameter_tuning_job, made.name, 300)
+    done = grid_sweep(client, root_image, "gs://bkt/sweep")
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
     scores = {t.id: t.final_measurement.metrics[0].value for t in done.trials}
     assert scores == {"1": 10.0, "2": 20.0}
@@ -499,22 +505,7 @@ def test_gcloud_builds_submit_runs_every_step_on_the_engine_and_a_sweep_runs_the
     built = engine.client.images.get(image)
     assert built.labels.get("org.trainpool.stand-in") == "python:3.11-slim"  # from its base
     client = job_client("us-central1")
-    sweep = {
-        "display_name": "hpt",
-        "max_trial_count": 2,
-        "parallel_trial_count": 2,
-        "study_spec": {
-            "metrics": [{"metric_id": "score", "goal": "MAXIMIZE"}],
-            "parameters": [{"parameter_id": "x", "discrete_value_spec": {"values": [1, 2]}}],
-            "algorithm": "GRID_SEARCH",
-        },
-        "trial_job_spec": {
-            "worker_pool_specs": [pool(1, image, args=["trial"])],
-            "base_output_directory": {"output_uri_prefix": "gs://bkt/hpt"},
-        },
-    }
-    made = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=sweep)
-    done = wait_job(client.get_hyperparameter_tuning_job, made.name, 300)
+    done = grid_sweep(client, image, "gs://bkt/hpt")
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
     assert sorted(t.final_measurement.metrics[0].value for t in done.trials) == [10.0, 20.0]
 
@@ -524,9 +515,11 @@ def test_gcloud_builds_submit_runs_every_step_on_the_engine_and_a_sweep_runs_the
 def test_a_failing_run_step_fails_the_build_naming_the_step_and_its_output(
     emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
 ) -> None:
-    (tmp_path / "Dockerfile").write_text(f"FROM {python_base}\nRUN echo about to fail && exit 3\n")
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "Dockerfile").write_text(f"FROM {python_base}\nRUN echo about to fail && exit 3\n")
     broken = "us-central1-docker.pkg.dev/demo/trainers/broken:1"
-    failed = gcloud(emu, "builds", "submit", "--tag", broken, str(tmp_path))
+    failed = gcloud(emu, "builds", "submit", "--tag", broken, str(source))
     assert failed.returncode != 0
     builds = json.loads(ok(gcloud(emu, "builds", "list", "--format=json")))
     assert [b["status"] for b in builds] == ["FAILURE"]
@@ -595,3 +588,23 @@ def test_the_pytorch_ddp_example_trains_across_three_containers(
         lines = [e["m"] for e in entries(root, job, name)]
         assert any(line.startswith(f"{name} rank {rank}/3 epoch 1") for line in lines), lines
     assert ours(engine, root) == []
+
+
+@needs_gcloud
+@pytest.mark.timeout(600)
+def test_a_base_the_engine_cannot_have_is_built_into_the_image_store_saying_so(
+    emu: emulator.Emulator, engine: ContainerEngine, tmp_path: Path
+) -> None:
+    # Vertex's prebuilt images cannot be pulled here and have no container stand-in: the
+    # build is the local image store's, as with no engine, and its log says why
+    base = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "Dockerfile").write_text(f"FROM {base}\nENV STAGE=imitated\n")
+    image = "us-central1-docker.pkg.dev/demo/trainers/imitated:1"
+    said = ok(gcloud(emu, "builds", "submit", "--tag", image, str(source)))
+    assert f"FROM {base}: the container engine does not have it and cannot pull it" in said
+    assert "building into the local image store instead" in said
+    stored = image_store.lookup(image, emu.root)
+    assert stored is not None and stored.env.get("STAGE") == "imitated"
+    assert engine.image(image) is None

@@ -4,9 +4,10 @@ A build fetches its source tarball from Cloud Storage (google-cloud-storage, so
 ``STORAGE_EMULATOR_HOST`` points it at a storage emulator). Where a container engine
 answers, it is built there, every step run (:mod:`.engine_builds`), and tagged with the
 names in ``Build.images`` ("pushed"): a CustomJob naming one runs as containers of it.
-Without an engine, trainpool's local builder stores it in the local image store under
-those names, and a CustomJob naming one runs from the store; only ``pip install -r``
-runs then, and the build log lists the RUN steps that did not. The log is
+Without an engine, or when a base image is one the engine cannot have (not pullable, no
+stand-in: Vertex's prebuilt images here), trainpool's local builder stores it in the local
+image store under those names, and a CustomJob naming one runs from the store; only
+``pip install -r`` runs then, and the build log lists the RUN steps that did not. The log is
 ``<root>/builds/<id>/log.txt`` and ``Build.log_url`` points at it.
 
 A build that was running when a previous server stopped (or crashed) has no thread any
@@ -201,8 +202,14 @@ class BuildRunner:
                     key, _, value = arg.removeprefix("--build-arg=").partition("=")
                     build_args[key] = value
         if self.engine is not None:
-            image_id = engine_builds.build(self.engine, data, build_args, log)
-            return image_id.removeprefix("sha256:"), None
+            try:
+                image_id = engine_builds.build(self.engine, data, build_args, log)
+                return image_id.removeprefix("sha256:"), None
+            except engine_builds.BaseUnavailable as err:
+                log.write(
+                    f"{err}\nnot built on {self.engine.describe}: building into the local image "
+                    "store instead, whose images run as processes that imitate them\n"
+                )
         with tempfile.TemporaryDirectory() as tmp:
             if len(data) > archives.MAX_BYTES:
                 raise archives.UnsafeArchive(

@@ -13,8 +13,10 @@ A base the engine lacks is pulled, as on a user's machine. Where it cannot be pu
 route to Docker Hub or Google's registries, as here) and it is one of the bases with an
 offline stand-in (:mod:`trainpool.emulator.jobs.debian_bases`: ``python:3.9-slim``,
 ``python:3.11-slim``, ``python:3.13-slim``), the stand-in is made (once) and tagged with
-the base's name, labelled as a stand-in, and the build log says so and how it differs;
-any other base fails the build, naming it and what would make it available.
+the base's name, labelled as a stand-in, and the build log says so and how it differs.
+Any other base (Vertex's prebuilt training images, here) cannot be had: the build is then
+made by the local image store's builder instead, as with no engine, and its log says why
+(:mod:`.build_runs`); a job naming the image runs as processes that imitate it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from trainpool.images import image_config
 
 class BuildFailed(Exception):
     """The engine's build failed: the message names the step and ends with its output."""
+
+
+class BaseUnavailable(BuildFailed):
+    """A base image the engine does not have, cannot pull, and has no stand-in for."""
 
 
 def dockerfile_of(data: bytes, name: str = "Dockerfile") -> str:
@@ -59,7 +65,7 @@ def ensure_base(engine: ContainerEngine, name: str, log: io.TextIOBase) -> None:
         cannot = getattr(err, "explanation", None) or str(err)
     public = name.removeprefix("docker.io/").removeprefix("library/")
     if public not in debian_bases.BASES:
-        raise BuildFailed(
+        raise BaseUnavailable(
             f"FROM {name}: the container engine does not have it and cannot pull it ({cannot}); "
             "accepted: an image the engine has (docker pull, docker load, docker build -t) or a "
             f"base with an offline stand-in ({', '.join(sorted(debian_bases.BASES))})"

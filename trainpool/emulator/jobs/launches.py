@@ -186,19 +186,7 @@ def replica_env(
     rest = image_env.get("PATH") or base_env.DEFAULT_PATH
     env["PATH"] = os.pathsep.join([str(layer.bin), *program.path, rest])
     env.update(program.pool_env)
-    env.update(
-        build_env(
-            spec,
-            pool,
-            index,
-            hosts=hosts,
-            trial_id=ctx.trial_id,
-            job_id=ctx.job_id,
-            project=ctx.project,
-            region=ctx.region,
-            metric_file=str(ctx.files.metric_file(name)),
-        )
-    )
+    env.update(vertex_variables(spec, pool, index, hosts, ctx))
     env.update(storage_access.storage_env(ctx.storage_env, ctx.project, home))
     env.update(vertex_access.vertex_env(ctx.vertex_address, spec, ctx.region, env))
     env.update(vertex_access.https_env(ctx, name, env))
@@ -263,19 +251,7 @@ def _container_launch(
     home = ctx.files.replica_home(name)
     home.mkdir(parents=True, exist_ok=True)
     env = dict(program.pool_env)
-    env.update(
-        build_env(
-            spec,
-            pool,
-            index,
-            hosts=hosts,
-            trial_id=ctx.trial_id,
-            job_id=ctx.job_id,
-            project=ctx.project,
-            region=ctx.region,
-            metric_file=str(ctx.files.metric_file(name)),
-        )
-    )
+    env.update(vertex_variables(spec, pool, index, hosts, ctx))
     given = storage_access.storage_env(ctx.storage_env, ctx.project, home)
     env.update(given)
     path = {"PYTHONPATH": env.get("PYTHONPATH", program.image_env.get("PYTHONPATH", ""))}
@@ -340,3 +316,21 @@ def _outside(env: dict[str, str], bound: list[str]) -> list[str]:
                 continue
             found[real] = None
     return sorted(found)
+
+
+def vertex_variables(
+    spec: dict[str, Any], pool: int, index: int, hosts: dict[int, list[str]], ctx: JobContext
+) -> dict[str, str]:
+    """Vertex's variables of replica ``index`` of ``pool`` (CLUSTER_SPEC, TF_CONFIG, AIP_*,
+    CLOUD_ML_*), its metric file the job's own."""
+    return build_env(
+        spec,
+        pool,
+        index,
+        hosts=hosts,
+        trial_id=ctx.trial_id,
+        job_id=ctx.job_id,
+        project=ctx.project,
+        region=ctx.region,
+        metric_file=str(ctx.files.metric_file(f"workerpool{pool}-{index}")),
+    )
