@@ -15,6 +15,7 @@ import pytest
 from fixtures.storage import storage_emulator
 
 import trainpool.emulator as emulator
+from trainpool.emulator.jobs import containers
 
 pytestmark = pytest.mark.timeout(180)
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,7 +127,11 @@ def test_an_edit_outside_what_the_components_import_needs_no_publish(
 
 @pytest.fixture
 def cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """The emulator's Cloud Build and a storage emulator with the build bucket."""
+    """The emulator's Cloud Build and a storage emulator with the build bucket. Its builds are
+    the local image store's (no container engine): a real build of the components image
+    installs every dependency from the package index inside a container, which reaches it
+    here only through the TLS-intercepting proxy that a stand-in base does not trust."""
+    monkeypatch.setenv(containers.SWITCH_ENV, "off")
     with storage_emulator(monkeypatch, "demo_cloudbuild") as url:
         with emulator.start(tmp_path / "emu") as emu:
             yield {"VERTEX_AI_EMULATOR_HOST": emu.address, "STORAGE_EMULATOR_HOST": url}

@@ -35,6 +35,7 @@ from google.cloud.artifactregistry_v1.services.artifact_registry.transports impo
 from google.protobuf import empty_pb2, field_mask_pb2
 
 import trainpool.emulator as emulator
+from trainpool.emulator.jobs import containers
 from trainpool.emulator.records.repositories import push_problem, repository_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -44,8 +45,12 @@ PARENT = f"projects/{PROJECT}/locations/{LOCATION}"
 
 @pytest.fixture(scope="module")
 def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulator.Emulator]:
-    with emulator.start(tmp_path_factory.mktemp("artifact-registry") / "root") as running:
-        yield running
+    # no container engine: its Cloud Build push is the local image store's (what is tested
+    # here is the registry's answer to a push, not the build)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(containers.SWITCH_ENV, "off")
+        with emulator.start(tmp_path_factory.mktemp("artifact-registry") / "root") as running:
+            yield running
 
 
 def client(emu: emulator.Emulator) -> ar.ArtifactRegistryClient:
