@@ -3,6 +3,7 @@ stops that land at once, and nothing left running or unreported when the guard d
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -89,3 +90,20 @@ def test_a_replica_gets_the_umask_of_the_process_that_started_it(tmp_path: Path)
     assert replica.wait(10) == 0
     assert (tmp_path / "made").stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "replica.log").stat().st_mode & 0o777 == 0o600
+
+
+def test_output_becomes_entries_a_line_each_long_lines_cut_the_rest_kept() -> None:
+    # the one rule for the guard's pumps and the container runner's follower
+    from trainpool.emulator.jobs import replica_guard
+
+    cap = replica_guard.MAX_LINE
+    data = b"a" * (2 * cap + 5) + b"\nshort\n" + b"tail"
+    out, rest = replica_guard.entry_lines("e", data)
+    entries = [json.loads(line) for line in out.decode().splitlines()]
+    assert [len(e["m"]) for e in entries] == [cap, cap, 5, 5]
+    assert {e["s"] for e in entries} == {"e"} and entries[-1]["m"] == "short"
+    assert rest == b"tail"
+    out, rest = replica_guard.entry_lines("o", rest, final=True)
+    assert [json.loads(line)["m"] for line in out.decode().splitlines()] == ["tail"]
+    assert rest == b""
+    assert replica_guard.entry_lines("o", b"no newline yet") == (b"", b"no newline yet")

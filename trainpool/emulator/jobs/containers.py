@@ -173,20 +173,9 @@ class _Lines:
     def feed(self, data: bytes, final: bool = False) -> None:
         if self.entries is None:
             return
-        *lines, rest = (self.pending + data).split(b"\n")
-        if final and rest:
-            lines.append(rest)
-            rest = b""
-        while len(rest) > replica_guard.MAX_LINE:
-            lines.append(rest[: replica_guard.MAX_LINE])
-            rest = rest[replica_guard.MAX_LINE :]
-        self.pending = rest
-        stamp = replica_guard.now_rfc3339()
-        out = [
-            json.dumps({"t": stamp, "s": self.stream, "m": line.decode("utf-8", "replace")}) + "\n"
-            for line in lines
-        ]
-        _write(self.entries, "".join(out).encode())
+        out, self.pending = replica_guard.entry_lines(self.stream, self.pending + data, final)
+        if out:
+            _write(self.entries, out)
 
 
 def _write(handle: IO[bytes], data: bytes) -> None:
@@ -314,12 +303,12 @@ class ContainerRunner:
         inside = [r for r in replicas if isinstance(r, ContainerReplica)]
         others = [r for r in replicas if not isinstance(r, ContainerReplica)]
         grace = TERMINATE_GRACE_S if grace_s is None else grace_s
+        deadline = time.monotonic() + grace  # one grace for all, the processes' included
         for replica in inside:
             if replica.exit_status() is None:
                 _signal(replica.container, "SIGTERM")
         if others:
             self.fallback.terminate(others, grace_s)
-        deadline = time.monotonic() + grace
         for replica in inside:
             if replica.wait(max(0.0, deadline - time.monotonic())) is None:
                 _signal(replica.container, "SIGKILL")

@@ -194,23 +194,9 @@ class Pump:
             self._lines(self.pending + chunk)
 
     def _lines(self, data: bytes, final: bool = False) -> None:
-        *lines, rest = data.split(b"\n")
-        if final and rest:
-            lines.append(rest)
-            rest = b""
-        while len(rest) > MAX_LINE:
-            lines.append(rest[:MAX_LINE])
-            rest = rest[MAX_LINE:]
-        self.pending = rest
-        if not lines:
-            return
-        stamp = now_rfc3339()
-        out = []
-        for line in lines:
-            for start in range(0, max(len(line), 1), MAX_LINE):
-                text = line[start : start + MAX_LINE].decode("utf-8", "replace")
-                out.append(json.dumps({"t": stamp, "s": self.stream, "m": text}) + "\n")
-        _write_all(self.entries, "".join(out).encode())
+        out, self.pending = entry_lines(self.stream, data, final)
+        if out:
+            _write_all(self.entries, out)
 
     def close(self) -> None:
         try:
@@ -220,6 +206,28 @@ class Pump:
         os.close(self.fd)
         os.close(self.log)
         os.close(self.entries)
+
+
+def entry_lines(stream: str, data: bytes, final: bool = False) -> tuple[bytes, bytes]:
+    """The whole lines of ``data`` as log entries of ``stream`` ("o" or "e"), a JSON line each
+    and a line longer than :data:`MAX_LINE` cut into several, and the unfinished rest (none
+    when ``final``). Shared with the container runner (:mod:`.containers`)."""
+    *lines, rest = data.split(b"\n")
+    if final and rest:
+        lines.append(rest)
+        rest = b""
+    while len(rest) > MAX_LINE:
+        lines.append(rest[:MAX_LINE])
+        rest = rest[MAX_LINE:]
+    if not lines:
+        return b"", rest
+    stamp = now_rfc3339()
+    out = []
+    for line in lines:
+        for start in range(0, max(len(line), 1), MAX_LINE):
+            text = line[start : start + MAX_LINE].decode("utf-8", "replace")
+            out.append(json.dumps({"t": stamp, "s": stream, "m": text}) + "\n")
+    return "".join(out).encode(), rest
 
 
 def now_rfc3339() -> str:
