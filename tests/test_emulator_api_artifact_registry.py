@@ -36,7 +36,9 @@ from google.protobuf import empty_pb2, field_mask_pb2
 
 import trainpool.emulator as emulator
 from trainpool.emulator.jobs import containers
-from trainpool.emulator.records.repositories import push_problem, repository_of
+from trainpool.emulator.records.repositories import push_problem, read_image_name, repository_of
+from trainpool.emulator_client.registry import record_push
+from trainpool.redirect import docker as docker_shim
 
 pytestmark = pytest.mark.timeout(120)
 LOCATION = "us-central1"
@@ -212,3 +214,81 @@ def test_a_cloud_build_push_logs_the_missing_repository_and_still_pushes(
     assert 'name unknown: Repository "not-created" not found' in log
     assert "DONE" in log  # not failed: existing flows push without creating repositories
     assert image_store.lookup(str(built.to_dict()["imageUri"]), emu.root) is not None
+
+
+def test_image_names_are_read_as_artifact_registry_and_container_registry_read_them() -> None:
+    read = read_image_name("us-central1-docker.pkg.dev/demo/repo/team/trainer:v2")
+    assert read is not None
+    assert (read.repository, read.prefix, read.package, read.tag, read.digest) == (
+        f"{PARENT}/repositories/repo",
+        "us-central1-docker.pkg.dev/demo/repo",
+        "team/trainer",
+        "v2",
+        "",
+    )
+    gcr = read_image_name("eu.gcr.io/demo/trainer@sha256:ab")
+    assert gcr is not None and gcr.gcr
+    assert (gcr.repository, gcr.package, gcr.digest) == (
+        "projects/demo/locations/europe/repositories/eu.gcr.io",
+        "trainer",
+        "sha256:ab",
+    )
+    scoped = read_image_name("us-docker.pkg.dev/example.com/proj/repo/img:1")
+    assert scoped is not None and scoped.repository == (
+        "projects/example.com:proj/locations/us/repositories/repo"
+    )
+    for other in ("python:3.11-slim", "docker.io/library/python", "us-docker.pkg.dev/p/r"):
+        assert read_image_name(other) is None, other
+
+
+def test_a_recorded_push_is_listed_by_the_official_client_and_a_tag_moves(
+    emu: emulator.Emulator,
+) -> None:
+    # what docker push under trainpool exec asks (the emulator's Local.Push), then what
+    # the official client reads back over gRPC: ListDockerImages, GetDockerImage; a tag
+    # pushed again for another image leaves the first one, as on Artifact Registry
+    registry = client(emu)
+    made = registry.create_repository(
+        parent=PARENT,
+        repository_id="pushed",
+        repository=ar.Repository(format_=ar.Repository.Format.DOCKER),
+    )
+    made.result()
+    image = "us-central1-docker.pkg.dev/demo/pushed/trainer"
+    first, second = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+    record_push(emu.address, f"{image}:v1", first, 1000, "2026-11-28T08:00:00.123456789Z")
+    record_push(emu.address, f"{image}:v1", second, 2000)
+    record_push(emu.address, f"{image}:v2", second, 2000)
+    listed = list(registry.list_docker_images(parent=f"{PARENT}/repositories/pushed"))
+    found = {i.uri: list(i.tags) for i in listed}
+    assert found == {f"{image}@{first}": [], f"{image}@{second}": ["v1", "v2"]}
+    one = registry.get_docker_image(name=next(i.name for i in listed if second in i.name))
+    assert one.image_size_bytes == 2000
+    assert one.media_type == "application/vnd.docker.distribution.manifest.v2+json"
+    assert one.name == f"{PARENT}/repositories/pushed/dockerImages/trainer@{second}"
+    first_record = next(i for i in listed if first in i.name)
+    assert first_record.build_time.isoformat().startswith("2026-11-28T08:00:00")
+    # a repository never created refuses the push, in Artifact Registry's words; nothing kept
+    with pytest.raises(grpc.RpcError) as refused:
+        record_push(emu.address, "us-central1-docker.pkg.dev/demo/absent/t:1", first)
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert refused.value.details() == 'name unknown: Repository "absent" not found'
+    with pytest.raises(exceptions.NotFound):
+        registry.list_docker_images(parent=f"{PARENT}/repositories/absent").pages.__next__()
+    # deleting the repository deletes its images
+    registry.delete_repository(name=f"{PARENT}/repositories/pushed").result()
+    with pytest.raises(exceptions.NotFound):
+        registry.get_docker_image(name=one.name)
+
+
+def test_docker_commands_other_than_a_push_or_pull_of_google_registries_are_dockers() -> None:
+    # the shim answers only push and pull of Artifact Registry and Container Registry names;
+    # docker's global options (with values) are kept before the command
+    assert docker_shim.split_command(["-H", "unix:///s", "--debug", "push", "x"]) == (
+        ["-H", "unix:///s", "--debug"],
+        ["push", "x"],
+    )
+    assert docker_shim.emulated("us-central1-docker.pkg.dev/p/r/i:1")
+    assert docker_shim.emulated("gcr.io/p/i")
+    assert not docker_shim.emulated("localhost:5000/i")
+    assert not docker_shim.emulated("python:3.11-slim")

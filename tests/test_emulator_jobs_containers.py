@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,8 @@ import pytest
 from fixtures.engine import build, ours
 from fixtures.jobs import wait_job
 from fixtures.runtime import vendored_runtime
-from fixtures.shell import gcloud, needs_gcloud, ok
+from fixtures.shell import exec_env, gcloud, needs_gcloud, ok
+from fixtures.shell import run as shell
 from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -382,19 +382,61 @@ def test_inside_a_container_googles_url_reaches_the_emulator(
 @needs_gcloud
 @pytest.mark.skipif(shutil.which("docker") is None, reason="no docker command to build with")
 @pytest.mark.timeout(600)
-def test_docker_build_then_gcloud_custom_jobs_create_runs_a_chief_and_two_workers(
+def test_docker_build_push_then_gcloud_custom_jobs_create_runs_a_chief_and_two_workers(
     emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
 ) -> None:
-    # as a user types it: docker build -t, then gcloud ai custom-jobs create naming the image
+    # as Google's notebooks type it under trainpool exec: create the repository, docker build
+    # -t, docker push, list it, then gcloud ai custom-jobs create naming the image
     trainer = tmp_path / "trainer"
     trainer.mkdir()
     (trainer / "Dockerfile").write_text(dockerfile(python_base))
     (trainer / "task.py").write_text(TASK)
     image = "us-central1-docker.pkg.dev/demo/trainers/ring:1"
-    built = subprocess.run(
-        ["docker", "build", "-t", image, str(trainer)], capture_output=True, text=True, check=False
+    ok(
+        gcloud(
+            emu,
+            "artifacts",
+            "repositories",
+            "create",
+            "trainers",
+            "--repository-format=docker",
+            "--location=us-central1",
+        )
     )
-    assert built.returncode == 0, built.stderr
+    ok(shell(emu, ["docker", "build", "-t", image, str(trainer)], timeout=300))
+    pushed = ok(shell(emu, ["docker", "push", image]))
+    image_id = engine.client.images.get(image).id
+    # docker's own lines: the repository, then "TAG: digest: DIGEST size: N"
+    assert "The push refers to repository [us-central1-docker.pkg.dev/demo/trainers/ring]" in pushed
+    assert f"1: digest: {image_id} size: " in pushed
+    listed = ok(
+        gcloud(
+            emu,
+            "artifacts",
+            "docker",
+            "images",
+            "list",
+            "us-central1-docker.pkg.dev/demo/trainers",
+            "--include-tags",
+            "--format=json",
+        )
+    )
+    assert [(i["package"], i["version"], i["tags"]) for i in json.loads(listed)] == [
+        ("us-central1-docker.pkg.dev/demo/trainers/ring", image_id, ["1"])
+    ]
+    versions = ok(
+        gcloud(
+            emu,
+            "artifacts",
+            "docker",
+            "images",
+            "list",
+            "us-central1-docker.pkg.dev/demo/trainers/ring",
+            "--include-tags",
+            "--format=json",
+        )
+    )
+    assert [(i["version"], i["tags"]) for i in json.loads(versions)] == [(image_id, ["1"])]
     spec = "machine-type=n1-standard-4,replica-count={n},container-image-uri=" + image
     made = ok(
         gcloud(
@@ -417,11 +459,51 @@ def test_docker_build_then_gcloud_custom_jobs_create_runs_a_chief_and_two_worker
     assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
     ring = json.loads((emu.root / "gcs" / "bkt" / "ring.json").read_text())
     assert ring["seen"] == ["workerpool1-0", "workerpool1-1"]
-    assert (
-        f"each replica is a container of {image}"
-        in (job_dir(emu.root, job) / "job.log").read_text()
-    )
+    log = (job_dir(emu.root, job) / "job.log").read_text()
+    assert f"each replica is a container of {image}" in log
+    assert "was not pushed" not in log
     assert ours(engine, emu.root) == []
+
+
+@needs_gcloud
+@pytest.mark.skipif(shutil.which("docker") is None, reason="no docker command to push with")
+@pytest.mark.timeout(300)
+def test_a_push_artifact_registry_refuses_is_refused_and_an_unpushed_image_is_said(
+    emu: emulator.Emulator, engine: ContainerEngine, root_image: str
+) -> None:
+    # Artifact Registry refuses a push to a repository never created ('name unknown:
+    # Repository "R" not found'); docker refuses to push what the engine does not have. A job
+    # naming an Artifact Registry image the engine has but nobody pushed runs, and its log
+    # says that on Vertex AI the pull would fail
+    unmade = "us-central1-docker.pkg.dev/demo/unmade/report:1"
+    engine.client.images.get(root_image).tag("us-central1-docker.pkg.dev/demo/unmade/report", "1")
+    refused = shell(emu, ["docker", "push", unmade])
+    assert refused.returncode == 1
+    assert 'name unknown: Repository "unmade" not found' in refused.stderr
+    absent = shell(emu, ["docker", "push", "us-central1-docker.pkg.dev/demo/unmade/absent:1"])
+    assert absent.returncode == 1
+    assert "An image does not exist locally with the tag" in absent.stderr
+    # gcr.io: its repository is made on the first push, in the us multi-region
+    engine.client.images.get(root_image).tag("gcr.io/demo/report", "latest")
+    ok(shell(emu, ["docker", "push", "gcr.io/demo/report"]))
+    repositories = ok(gcloud(emu, "artifacts", "repositories", "list", "--location=us"))
+    assert "gcr.io" in repositories
+    # gcloud auth configure-docker, as notebooks run it first: docker's config names gcloud
+    ok(gcloud(emu, "auth", "configure-docker", "us-central1-docker.pkg.dev"))
+    home = Path(exec_env(emu)["HOME"])
+    helpers = json.loads((home / ".docker" / "config.json").read_text())["credHelpers"]
+    assert helpers["us-central1-docker.pkg.dev"] == "gcloud"
+    # everything else goes to the real docker, its exit status kept
+    assert shell(emu, ["docker", "image", "inspect", unmade]).returncode == 0
+    assert shell(emu, ["docker", "image", "inspect", "no-such/image:0"]).returncode == 1
+    client = job_client("us-central1")
+    job = create(client, [pool(1, unmade, args=["exit", "0"])])
+    done = wait(client, emu.root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    log = (job_dir(emu.root, job) / "job.log").read_text()
+    assert f"WARNING: {unmade} was not pushed to the emulator's Artifact Registry" in log
+    engine.client.images.remove(unmade)
+    engine.client.images.remove("gcr.io/demo/report:latest")
 
 
 @pytest.mark.timeout(300)

@@ -79,8 +79,26 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     (
         "docker build -t IMAGE DIR, then a job naming IMAGE",
-        "its replicas are containers of IMAGE (docker push to the emulator's Artifact Registry: "
-        "not yet, the image is used from the engine as built)",
+        "its replicas are containers of IMAGE (an Artifact Registry or gcr.io IMAGE never "
+        "pushed: the job log says the pull would fail on Vertex AI)",
+        "tests/test_emulator_jobs_containers.py",
+    ),
+    (
+        "docker push IMAGE (Artifact Registry, gcr.io), under trainpool exec",
+        "recorded in the emulator's Artifact Registry, the image kept in the engine (no layer "
+        "uploaded; digest: the image's id); a repository never created refuses it as Artifact "
+        "Registry does; gcr.io repositories made on the first push",
+        "tests/test_emulator_jobs_containers.py",
+    ),
+    (
+        "gcloud artifacts docker images list REPO[/IMAGE] --include-tags",
+        "served (the images pushed or built there); docker images describe: not served "
+        "(Container Analysis)",
+        "tests/test_emulator_jobs_containers.py",
+    ),
+    (
+        "gcloud auth configure-docker HOSTS",
+        "gcloud's own: writes docker's credential helpers (unused by the docker push above)",
         "tests/test_emulator_jobs_containers.py",
     ),
     ("gcloud builds list", "served", "tests/test_redirect_gcloud.py"),

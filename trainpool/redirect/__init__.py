@@ -21,7 +21,7 @@ from pathlib import Path
 from trainpool.config import EMULATOR_ENV, REST_ENV
 from trainpool.emulator_client import Served
 from trainpool.home import Home
-from trainpool.redirect import gcloud, https
+from trainpool.redirect import docker, gcloud, https
 
 SITE = Path(__file__).with_name("site")
 """The folder holding the ``sitecustomize.py`` that points clients at the emulator."""
@@ -57,7 +57,10 @@ def environment(
     gcloud's configuration, gsutil's and ADC's files are the store's (``trainpool exec``),
     or those of ``config_dir`` for processes that keep a configuration of their own (a
     replica, a pipeline run's tasks: ``gcloud config set`` there reaches no other); gsutil's
-    project is ``project``, else the ``CLOUDSDK_CORE_PROJECT`` already in ``base``."""
+    project is ``project``, else the ``CLOUDSDK_CORE_PROJECT`` already in ``base``.
+
+    A user's command (no ``config_dir``) also gets a ``docker`` first on ``PATH`` whose
+    ``push`` and ``pull`` of Artifact Registry names reach the emulator (:mod:`.docker`)."""
     env = dict(os.environ if base is None else base)
     paths = [str(SITE), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
@@ -73,6 +76,10 @@ def environment(
         if proxy_address:
             boto_project = project or env.get("CLOUDSDK_CORE_PROJECT", "")
             env.update(https.variables(env, home, proxy_address, boto_project, config_dir))
+        if config_dir is None:  # a user's command, not a replica: docker push lands here
+            shims = str(docker.install(home))
+            rest = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p != shims]
+            env["PATH"] = os.pathsep.join([shims, *rest])
     if project:
         env.setdefault("GOOGLE_CLOUD_PROJECT", project)
         env.setdefault("CLOUDSDK_CORE_PROJECT", project)

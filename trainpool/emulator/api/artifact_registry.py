@@ -7,10 +7,16 @@ Google's training notebooks create a Docker repository before their first build
 UpdateRepository and DeleteRepository are served (:mod:`trainpool.emulator.standard_methods`,
 the repositories declared to it, kept by :class:`Repositories`); repositories are records of
 the root (:mod:`trainpool.emulator.records.resources`, kind :data:`REPOSITORIES`), so a
-restarted emulator keeps them. They hold nothing: images still go to the local image store
-(:mod:`trainpool.emulator.builds.build_runs`), whose log says when a push names a
-repository that was not created (:func:`push_problem`: on Google Cloud that push fails).
-Every other method of the API answers UNIMPLEMENTED naming it.
+restarted emulator keeps them. GetDockerImage, ListDockerImages (``gcloud artifacts docker
+images list LOCATION-docker.pkg.dev/PROJECT/REPO``) and ListVersions (``... REPO/IMAGE``,
+:func:`package_versions`) answer the images pushed there: a ``docker
+push`` under ``trainpool exec`` (:mod:`trainpool.redirect.docker`) or a Cloud Build on the
+container engine records one (:func:`trainpool.emulator.records.repositories.record_push`;
+the image itself stays in the engine, which is this machine's registry). A build without an
+engine still puts its image in the local image store
+(:mod:`trainpool.emulator.builds.build_runs`), whose log says when a push names a repository
+that was not created (:func:`push_problem`: on Google Cloud that push fails). Every other
+method of the API answers UNIMPLEMENTED naming it.
 
 As the API behaves (https://cloud.google.com/artifact-registry/docs/reference/rest/v1/projects.locations.repositories):
 
@@ -42,8 +48,10 @@ repositories are listed in creation order.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
+from urllib.parse import unquote
 
+from google.cloud.artifactregistry_v1.types import artifact, tag, version
 from google.cloud.artifactregistry_v1.types import repository as ar
 from google.cloud.artifactregistry_v1.types import service as ar_service
 from google.longrunning import operations_pb2
@@ -54,9 +62,15 @@ from trainpool.emulator.api.rpc import Service, already_exists, not_found, servi
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.kinds import Kind
 from trainpool.emulator.records.operations import pack
-from trainpool.emulator.records.repositories import REPOSITORIES
+from trainpool.emulator.records.repositories import (
+    DOCKER_IMAGES,
+    GCR_HOSTS,
+    REPOSITORIES,
+    all_images,
+    package_of,
+)
 from trainpool.emulator.records.resources import AlreadyExists, Records
-from trainpool.emulator.standard_methods import Resource, methods
+from trainpool.emulator.standard_methods import Resource, Store, methods
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
 
@@ -187,7 +201,99 @@ class Repositories:
 
     def delete(self, kind: Kind, request: Any) -> None:
         found = self.require(kind, request.name)
+        for image in all_images(self.state, found.name):
+            self.records.delete(DOCKER_IMAGES, image.name)
         self.records.delete(REPOSITORIES, found.name)
+
+
+class DockerImages:
+    """The Docker images pushed to a repository (:func:`trainpool.emulator.records.
+    repositories.record_push`), as Get and List read them."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self.records: Records = state.records
+
+    def require(self, kind: Kind, name: str) -> Any:
+        found = self.records.get(DOCKER_IMAGES, name)
+        if found is None:
+            raise not_found(f"{NOT_FOUND}: docker image {name}")
+        return found
+
+    def page(self, kind: Kind, parent: str, **query: Any) -> tuple[list[Any], str]:
+        self_check = query.pop("order_by")
+        if self_check:
+            raise InputError.of(
+                "order_by",
+                f"{brief(self_check)}: the emulator does not order docker images (gcloud then "
+                "sorts itself); accepted: ''",
+            )
+        if self.records.get(REPOSITORIES, parent) is None:
+            raise not_found(f"{NOT_FOUND}: repository {parent}")
+        return self.records.page(DOCKER_IMAGES, parent, **query)
+
+
+def check_docker_image_name(name: str) -> None:
+    """``projects/P/locations/L/repositories/R/dockerImages/IMAGE@DIGEST``."""
+    repository, sep, image = name.rpartition("/dockerImages/")
+    if not sep or not image:
+        raise InputError.of(
+            "name",
+            f"{brief(name)} is not a docker image's name; accepted: projects/PROJECT/locations/"
+            "LOCATION/repositories/REPOSITORY/dockerImages/IMAGE@sha256:DIGEST",
+        )
+    check_repository_parent(repository, "name")
+
+
+def check_repository_parent(name: str, field: str) -> None:
+    """A repository's name as a parent: ``gcr.io`` repositories included."""
+    parent, sep, repository_id = name.rpartition("/repositories/")
+    if not sep or not (REPOSITORY_ID.fullmatch(repository_id) or repository_id in GCR_HOSTS):
+        raise InputError.of(
+            field,
+            f"{brief(name)} is not a repository's name; accepted: "
+            "projects/PROJECT/locations/LOCATION/repositories/REPOSITORY",
+        )
+    check_parent(parent, field)
+
+
+def package_versions(state: EmulatorState, request: version.ListVersionsRequest) -> Any:
+    """ListVersions of a Docker package (``.../repositories/R/packages/IMAGE``, the image's
+    path with ``/`` as ``%2F``): a Version per pushed digest, newest first, its tags with
+    view FULL (what ``gcloud artifacts docker images list REPO/IMAGE`` reads). One page;
+    ``filter`` refused by name, ``order_by`` left to gcloud, which sorts itself."""
+    repository, sep, package_id = request.parent.rpartition("/packages/")
+    if not sep or not package_id:
+        raise InputError.of(
+            "parent",
+            f"{brief(request.parent)} is not a package's name; accepted: projects/PROJECT/"
+            "locations/LOCATION/repositories/REPOSITORY/packages/PACKAGE",
+        )
+    check_repository_parent(repository, "parent")
+    if request.filter:
+        raise InputError.of(
+            "filter",
+            f"{brief(request.filter)}: the emulator does not filter versions; accepted: ''",
+        )
+    if state.records.get(REPOSITORIES, repository) is None:
+        raise not_found(f"{NOT_FOUND}: repository {repository}")
+    wanted = unquote(package_id)
+    found = [i for i in all_images(state, repository) if package_of(i) == wanted]
+    if not found:
+        raise not_found(f"{NOT_FOUND}: package {request.parent}")
+    full = request.view == version.VersionView.FULL
+    versions = []
+    for image in reversed(found):
+        name = f"{request.parent}/versions/{image.name.rsplit('@', 1)[1]}"
+        related = [tag.Tag(name=f"{request.parent}/tags/{t}", version=name) for t in image.tags]
+        versions.append(
+            version.Version(
+                name=name,
+                create_time=image.upload_time,
+                update_time=image.update_time,
+                related_tags=related if full else [],
+            )
+        )
+    return version.ListVersionsResponse(versions=versions)
 
 
 def handler(state: EmulatorState, manager: JobManager) -> Service:
@@ -216,4 +322,18 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
         operations=("Create", "Delete"),
         plural="Repositories",
     )
-    return service(SERVICE, methods(ar, finished, repositories))
+    images = Resource(
+        DOCKER_IMAGES,
+        cast(Store, DockerImages(state)),  # Get and List only: images come by push
+        check_repository_parent,
+        lambda name, field: check_docker_image_name(name),
+        verbs=("Get", "List"),
+        queries=("order_by",),
+    )
+    table = {**methods(ar, finished, repositories), **methods(artifact, finished, images)}
+    table["ListVersions"] = (
+        lambda request: package_versions(state, request),
+        version.ListVersionsRequest,
+        version.ListVersionsResponse,
+    )
+    return service(SERVICE, table)

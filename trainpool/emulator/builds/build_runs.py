@@ -34,7 +34,7 @@ from trainpool.cluster_env.gcs import to_path
 from trainpool.emulator.builds import engine_builds
 from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.records.kinds import BUILDS
-from trainpool.emulator.records.repositories import push_problem
+from trainpool.emulator.records.repositories import push_problem, read_image_name, record_push
 from trainpool.emulator.state import EmulatorState
 from trainpool.images import archives, context, image_store
 
@@ -166,7 +166,15 @@ class BuildRunner:
                     repository, _, tag = (
                         image.rpartition(":") if _tagged(image) else (image, "", "latest")
                     )
-                    self.engine.client.images.get(f"sha256:{digest}").tag(repository, tag)
+                    found = self.engine.client.images.get(f"sha256:{digest}")
+                    found.tag(repository, tag)
+                    if problem is None and read_image_name(image) is not None:
+                        record_push(
+                            self.state,
+                            f"{repository}:{tag}",
+                            f"sha256:{digest}",
+                            int(found.attrs.get("Size") or 0),
+                        )
                 else:
                     image_store.tag(self.state.root, image, digest)
                 log.write(f"pushed {image}@sha256:{digest}\n")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,3 +36,7 @@ class JobContext:
     """The container engine replicas of its images run on (:mod:`.containers`); None: none."""
     no_containers: str = ""
     """Why there is no engine ("" when there is one), for the job log."""
+    unpushed: Callable[[str], str] | None = None
+    """What the job log says of an image the engine has under an Artifact Registry name
+    that was never pushed to the emulator's Artifact Registry ("" : pushed, or not such a
+    name); None: not checked."""

@@ -35,6 +35,7 @@ from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
 from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
 from trainpool.emulator.records.database import is_disk_full, keep_id
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind, kind_of
+from trainpool.emulator.records.repositories import unpushed
 from trainpool.emulator.state import EmulatorState
 from trainpool.home import JobFiles
 from trainpool.spec.normalize import job_spec_rest
@@ -140,6 +141,7 @@ class JobManager:
             proxy_address=self.state.proxy_address,
             containers=self.containers,
             no_containers=self.no_containers,
+            unpushed=lambda image: unpushed(self.state, image),
         )
 
     # processes

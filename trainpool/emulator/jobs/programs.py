@@ -96,6 +96,9 @@ def program_for(
     env = _env_list(container.get("env"))
     engine_image = ctx.containers.image(image_uri) if ctx.containers and image_uri else None
     if engine_image is not None:
+        said = ctx.unpushed(image_uri) if ctx.unpushed is not None else ""
+        if said:
+            note(said)
         return Program(
             command + args,
             engine_image.env,

@@ -1,0 +1,35 @@
+"""The client of the emulator's ``Local.Push``: a ``docker push`` recorded in its Artifact Registry.
+
+``docker push`` under ``trainpool exec`` (:mod:`trainpool.redirect.docker`) calls
+:func:`record_push`; the server is :mod:`trainpool.emulator.api.local_service`, which
+records the image with :func:`trainpool.emulator.records.repositories.record_push`. Kept out
+of the package's ``__init__`` so the components image, which imports that, does not carry it.
+"""
+
+from __future__ import annotations
+
+import json
+
+PUSH_METHOD = "/trainpool.emulator.v1.Local/Push"
+"""The emulator's own RPC that records a ``docker push`` to its Artifact Registry (JSON)."""
+
+
+def record_push(
+    address: str,
+    image: str,
+    image_id: str,
+    size: int = 0,
+    created: str = "",
+    timeout_s: float = 30.0,
+) -> dict[str, object]:
+    """Record on the emulator at ``address`` that the engine's image ``image_id`` was pushed
+    as ``image``; the DockerImage Artifact Registry now answers (JSON fields). Errors are
+    ``grpc.RpcError``: FAILED_PRECONDITION with Artifact Registry's words for a refused push."""
+    import grpc
+
+    asked = {"image": image, "id": image_id, "size": size, "created": created}
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(PUSH_METHOD)
+        answer: bytes = call(json.dumps(asked).encode(), timeout=timeout_s)
+    found: dict[str, object] = json.loads(answer)
+    return found
