@@ -84,6 +84,19 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
         "tests/test_emulator_jobs_containers.py",
     ),
     (
+        "gcloud ai custom-jobs create --worker-pool-spec=...,local-package-path=DIR",
+        "gcloud's own docker build (a base the engine cannot pull: its offline stand-in, said) "
+        "and docker push to gcr.io land on the engine and the emulator's Artifact Registry; the "
+        "job runs as containers of the image",
+        "tests/test_emulator_jobs_containers.py",
+    ),
+    (
+        "docker build -t IMAGE DIR (FROM python:3.X-slim), under trainpool exec",
+        "the real docker build; a base the engine cannot pull gets its offline stand-in first, "
+        "said on standard error",
+        "tests/test_emulator_jobs_containers.py",
+    ),
+    (
         "docker push IMAGE (Artifact Registry, gcr.io), under trainpool exec",
         "recorded in the emulator's Artifact Registry, the image kept in the engine (no layer "
         "uploaded; digest: the image's id); a repository never created refuses it as Artifact "

@@ -1,4 +1,5 @@
-"""The client of the emulator's ``Local.Push``: a ``docker push`` recorded in its Artifact Registry.
+"""The client of the emulator's ``Local.Push`` (a ``docker push`` recorded in its Artifact
+Registry) and ``Local.Bases`` (a ``docker build``'s bases made available to its engine).
 
 ``docker push`` under ``trainpool exec`` (:mod:`trainpool.redirect.docker`) calls
 :func:`record_push`; the server is :mod:`trainpool.emulator.api.local_service`, which
@@ -12,6 +13,8 @@ import json
 
 PUSH_METHOD = "/trainpool.emulator.v1.Local/Push"
 """The emulator's own RPC that records a ``docker push`` to its Artifact Registry (JSON)."""
+BASES_METHOD = "/trainpool.emulator.v1.Local/Bases"
+"""The emulator's own RPC that gives its engine a Dockerfile's bases (JSON)."""
 
 
 def record_push(
@@ -33,3 +36,18 @@ def record_push(
         answer: bytes = call(json.dumps(asked).encode(), timeout=timeout_s)
     found: dict[str, object] = json.loads(answer)
     return found
+
+
+def ensure_bases(
+    address: str, dockerfile: str, build_args: dict[str, str], timeout_s: float = 600.0
+) -> str:
+    """Ask the emulator at ``address`` to make ``dockerfile``'s bases available to its
+    container engine (an offline stand-in made the first time takes about a minute); what the
+    build's output should say of them ("" when nothing)."""
+    import grpc
+
+    asked = {"dockerfile": dockerfile, "build_args": build_args}
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(BASES_METHOD)
+        answer: bytes = call(json.dumps(asked).encode(), timeout=timeout_s)
+    return str(json.loads(answer).get("said", ""))

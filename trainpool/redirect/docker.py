@@ -19,6 +19,13 @@ registries, and runs the real ``docker`` for everything else, ``build`` and ``ta
   naming the image runs it from there. Printed as docker prints a push.
 - ``docker pull NAME``: answered from the engine ("Image is up to date") when it has the
   image, else docker's "manifest unknown".
+- ``docker build``: before the real ``docker`` builds, the emulator makes the Dockerfile's
+  bases available to the engine (:func:`trainpool.emulator_client.registry.ensure_bases`):
+  where a base cannot be pulled (no route to Docker Hub, as on a sealed network) and has an
+  offline stand-in (``python:3.11-slim``, ...), the stand-in is tagged with its name, and the
+  build's standard error says so and how it differs. ``FROM python:3.11-slim`` then builds
+  here as on a user's machine, in ``gcloud ai custom-jobs create --local-package-path`` too
+  (whose Dockerfile comes on standard input).
 
 How it differs from a push to Google: no layer is uploaded, and the digest is the image's
 id (its config's digest), not a registry manifest's. The shim says so on standard error.
@@ -43,6 +50,12 @@ GLOBAL_VALUED |= {"--tlscacert", "--tlscert", "--tlskey"}
 """The ``docker`` command's global options that take a value (docker CLI 28)."""
 VALUED = {"--platform"}
 """``push``'s and ``pull``'s options that take a value."""
+BUILD_VALUED = {"--add-host", "--build-arg", "--cache-from", "--cgroup-parent", "--cpu-period"}
+BUILD_VALUED |= {"--cpu-quota", "-c", "--cpu-shares", "--cpuset-cpus", "--cpuset-mems", "-f"}
+BUILD_VALUED |= {"--file", "--iidfile", "--isolation", "--label", "-m", "--memory"}
+BUILD_VALUED |= {"--memory-swap", "--network", "--platform", "--security-opt", "--shm-size"}
+BUILD_VALUED |= {"-t", "--tag", "--target", "--ulimit", "--progress", "--secret", "--ssh"}
+"""``docker build``'s options that take a value (the legacy builder's, docker CLI 28)."""
 GCR = ("gcr.io", "us.gcr.io", "eu.gcr.io", "asia.gcr.io")
 
 
@@ -125,6 +138,10 @@ def main(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
         return 127
+    if verb == "build" and os.environ.get(EMULATOR_ENV):
+        given = build(arguments)
+        if given is not None:
+            return subprocess.run([real, *argv], input=given, check=False).returncode
     os.execv(real, [real, *argv])
     return 0  # not reached
 
@@ -252,3 +269,50 @@ def pull(engine: list[str], image: str, options: set[str]) -> int:
     print(f"Status: Image is up to date for {ref}")
     print(ref)
     return 0
+
+
+def build(arguments: Sequence[str]) -> bytes | None:
+    """Before ``docker build ARGUMENTS``: the Dockerfile's bases made available to the engine
+    by the emulator, what it says of them on standard error. The Dockerfile read from
+    standard input (``-f -``) is returned, to be given to the real build; None otherwise."""
+    from trainpool.emulator_client.registry import ensure_bases
+
+    file, context, build_args = "", "", {}
+    given = list(arguments)
+    index = 0
+    while index < len(given):
+        item = given[index]
+        option, equals, value = item.partition("=")
+        if not item.startswith("--") and len(item) > 2 and item[:2] in BUILD_VALUED:
+            option, equals, value = item[:2], "=", item[2:]  # -f- and -tNAME, as docker reads them
+        if item.startswith("-") and option in BUILD_VALUED:
+            if not equals:
+                index += 1
+                value = given[index] if index < len(given) else ""
+            if option in ("-f", "--file"):
+                file = value
+            elif option == "--build-arg":
+                key, has, val = value.partition("=")
+                build_args[key] = val if has else os.environ.get(key, "")
+        elif not item.startswith("-"):
+            context = item
+        index += 1
+    if not context or context == "-" or "://" in context or context.startswith("git@"):
+        return None
+    stdin: bytes | None = None
+    if file == "-":
+        stdin = sys.stdin.buffer.read()
+        text = stdin.decode("utf-8", "replace")
+    else:
+        path = Path(file) if file else Path(context) / "Dockerfile"
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None  # docker says what is wrong
+    try:
+        said = ensure_bases(os.environ[EMULATOR_ENV], text, build_args)
+    except Exception as err:  # noqa: BLE001 - the build goes on as docker's own
+        said = f"could not ask the emulator for the bases: {err}\n"
+    for line in said.splitlines():
+        print(f"trainpool exec: {line}", file=sys.stderr, flush=True)
+    return stdin

@@ -12,11 +12,20 @@ the container engine's image ``id`` was pushed as ``image`` to Artifact Registry
 (:func:`trainpool.emulator.records.repositories.record_push`); what ``docker push`` under
 ``trainpool exec`` calls (:mod:`trainpool.redirect.docker`, client
 :func:`trainpool.emulator_client.registry.record_push`). A push Artifact Registry refuses answers
-FAILED_PRECONDITION with its words. Not Vertex APIs.
+FAILED_PRECONDITION with its words.
+
+``Bases({"dockerfile", "build_args"}) -> {"said"}`` (JSON): make the bases a Dockerfile
+starts ``FROM`` available to the container engine before a ``docker build`` under
+``trainpool exec`` (:func:`trainpool.emulator.builds.engine_builds.ensure_base`: the engine
+has it, pulls it, or the offline stand-in is tagged with its name), so ``FROM
+python:3.11-slim`` builds here as on a user's machine; ``said`` is what the build's output
+should say (a stand-in, and how it differs; a base that cannot be had; no engine). Not
+Vertex APIs.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import datetime
 from typing import Any
@@ -24,14 +33,17 @@ from typing import Any
 import grpc
 from google.cloud.artifactregistry_v1.types import artifact
 
+from trainpool.emulator.builds.engine_builds import BaseUnavailable, ensure_base
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.repositories import PushRefused, record_push
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator_client import DESCRIBE_METHOD
-from trainpool.emulator_client.registry import PUSH_METHOD
+from trainpool.emulator_client.registry import BASES_METHOD, PUSH_METHOD
+from trainpool.images import image_config
 
 SERVICE, METHOD = DESCRIBE_METHOD.strip("/").split("/")
 PUSH = PUSH_METHOD.rsplit("/", 1)[1]
+BASES = BASES_METHOD.rsplit("/", 1)[1]
 
 
 def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler:
@@ -62,10 +74,33 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
         return artifact.DockerImage.to_json(record).encode()
 
+    def bases(request: bytes, context: Any) -> bytes:
+        try:
+            asked = json.loads(request)
+            names = image_config.base_images(
+                str(asked["dockerfile"]), dict(asked.get("build_args") or {})
+            )
+        except (ValueError, KeyError, TypeError) as err:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"Bases: {err}; accepted: JSON with dockerfile and build_args",
+            )
+        said = io.StringIO()
+        if manager.containers is None:
+            said.write(f"the emulator has no container engine ({manager.no_containers})\n")
+        else:
+            for name in names:
+                try:
+                    ensure_base(manager.containers, name, said)
+                except BaseUnavailable as err:
+                    said.write(f"{err}\n")
+        return json.dumps({"said": said.getvalue()}).encode()
+
     return grpc.method_handlers_generic_handler(
         SERVICE,
         {
             METHOD: grpc.unary_unary_rpc_method_handler(describe),
             PUSH: grpc.unary_unary_rpc_method_handler(push),
+            BASES: grpc.unary_unary_rpc_method_handler(bases),
         },
     )
