@@ -55,7 +55,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from trainpool.emulator.jobs import replica_guard
+from trainpool.emulator.jobs import debian_bases, replica_guard
 from trainpool.emulator.jobs.container_specs import EngineImage
 from trainpool.emulator.jobs.processes import TERMINATE_GRACE_S, Launch, ProcessId, Replica
 from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
@@ -119,6 +119,7 @@ class ContainerEngine:
         config = found.attrs.get("Config") or {}
         env = dict(item.partition("=")[::2] for item in config.get("Env") or [])
         digests = found.attrs.get("RepoDigests") or []
+        labels = config.get("Labels") or {}
         return EngineImage(
             ref=ref,
             id=found.id,
@@ -126,6 +127,8 @@ class ContainerEngine:
             user=config.get("User") or "",
             workdir=config.get("WorkingDir") or "",
             env=env,
+            stands_in=labels.get(debian_bases.LABEL, ""),
+            differs=labels.get(debian_bases.DIFFERENCE_LABEL, ""),
         )
 
 

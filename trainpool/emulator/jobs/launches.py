@@ -148,10 +148,16 @@ def _pool_program(
     program = program_for(pool, pool_spec, ctx, note)
     if program.container is not None:
         assert ctx.containers is not None
+        image = program.container.image
         note(
-            f"workerpool{pool}: each replica is a container of {program.container.image.ref} "
-            f"({program.container.image.digest}) on {ctx.containers.describe}"
+            f"workerpool{pool}: each replica is a container of {image.ref} ({image.digest}) on "
+            f"{ctx.containers.describe}"
         )
+        if image.stands_in:
+            note(
+                f"workerpool{pool}: {image.ref} is (or is built on) an offline stand-in of "
+                f"{image.stands_in}, made on this machine: {image.differs}"
+            )
         return program, None
     base = (
         replica_python.make_base(ctx.files.pool_python(pool), program.sites)
