@@ -20,6 +20,7 @@ class EngineImage:
     user: str = ""
     workdir: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,7 @@ class ContainerEngine:
             user=config.get("User") or "",
             workdir=config.get("WorkingDir") or "",
             env=env,
+            labels=dict(config.get("Labels") or {}),
         )
 
 

@@ -31,6 +31,7 @@ from trainpool import catalog
 from trainpool.cluster_env import base_env, build_env, layout, local_hosts
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV, VERTEX_MOUNT
 from trainpool.emulator.jobs import (
+    debian_bases,
     gcs_mount,
     replica_python,
     storage_access,
@@ -152,6 +153,13 @@ def _pool_program(
             f"workerpool{pool}: each replica is a container of {program.container.image.ref} "
             f"({program.container.image.digest}) on {ctx.containers.describe}"
         )
+        labels = program.container.image.labels
+        if debian_bases.LABEL in labels:  # built FROM a stand-in: its labels are inherited
+            note(
+                f"workerpool{pool}: {program.container.image.ref} is built on the stand-in of "
+                f"{labels[debian_bases.LABEL]} made offline from Debian's packages, which differs "
+                f"from the real image: {labels.get(debian_bases.DIFFERENCE_LABEL, '?')}"
+            )
         return program, None
     base = (
         replica_python.make_base(ctx.files.pool_python(pool), program.sites)
