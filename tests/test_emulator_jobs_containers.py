@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.engine import build, ours
+from fixtures.engine import SecondEngine, build, ours
 from fixtures.jobs import wait_job
 from fixtures.runtime import vendored_runtime
 from fixtures.shell import gcloud, needs_gcloud, ok
@@ -672,3 +672,35 @@ def test_a_run_step_installs_from_the_index_through_the_machines_ca_bundle(
     logs = "".join(p.read_text() for p in (emu.root / "jobs").glob("*/job.log"))
     assert f"{image} is built on the stand-in of python:3.11-slim" in logs
     assert f"trusts the {len(bundle.certificates)} certificates of" in logs
+
+
+@pytest.mark.timeout(300)
+def test_an_engine_that_goes_away_mid_job_fails_the_job_naming_it(
+    root: Path, engine: ContainerEngine, python_base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a dockerd of the test's own (the shared one is never touched), holding the stand-in,
+    # killed while the job's replica sleeps: the job ends FAILED naming the engine
+    second = SecondEngine()
+    try:
+        client = second.start()
+        client.images.load(engine.client.api.get_image(python_base))  # by name: tagged
+        monkeypatch.setenv("DOCKER_HOST", second.url)
+        sleep = ["python3", "-c", "import time; print('sleeping', flush=True); time.sleep(600)"]
+        with emulator.start(root) as emu:
+            monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+            jobs = job_client("us-central1")
+            job = create(jobs, [pool(1, python_base, command=sleep)])
+            log = job_dir(root, job) / "workerpool0-0.log"
+            deadline = time.monotonic() + 120
+            while not (log.exists() and "sleeping" in log.read_text()):
+                assert time.monotonic() < deadline, (job_dir(root, job) / "job.log").read_text()
+                time.sleep(0.1)
+            assert jobs.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
+            second.kill()
+            done = wait(jobs, root, job, timeout=120)
+        assert done.state == JobState.JOB_STATE_FAILED
+        assert second.url in done.error.message, done.error.message
+        assert second.url in log.read_text()
+    finally:
+        second.close()
+    assert not os.path.exists(second.dir)

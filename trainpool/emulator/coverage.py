@@ -82,7 +82,8 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "docker build -t IMAGE DIR, then a job naming IMAGE",
         "its replicas are containers of IMAGE (docker push to the emulator's Artifact Registry: "
-        "not yet, the image is used from the engine as built)",
+        "not yet, the image is used from the engine as built); an engine that goes away "
+        "mid-job fails the job, naming it",
         "tests/test_emulator_jobs_containers.py",
     ),
     ("gcloud builds list", "served", "tests/test_redirect_gcloud.py"),

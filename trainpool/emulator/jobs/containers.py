@@ -34,7 +34,9 @@ as Vertex runs it:
   is the container's (128 + signal for a death by signal);
 - a container is waited on before it is removed, never removed first (kfp.local's
   ``DockerRunner`` uses ``auto_remove`` and counts a container gone before ``wait()`` as
-  a success, exit 0); an engine that goes away ends the replica 125, naming the engine;
+  a success, exit 0); an engine that goes away ends the replica 125, and the job FAILED
+  (UNAVAILABLE), naming the engine and its address, without restarting it (a container
+  cannot start without the engine);
 - each container carries the labels :data:`STORE_LABEL` (this store), ``org.trainpool.job``
   and ``org.trainpool.replica``; the emulator that opens the store removes what an earlier one
   left (:meth:`ContainerRunner.clean_up`).
@@ -278,16 +280,19 @@ class ContainerRunner:
                 what = f" (its limit: {limit / 2**30:.3g} GiB)" if limit else ""
                 _write(log, f"[trainpool] the container was killed for memory{what}\n".encode())
         except Exception as err:  # noqa: BLE001 - the engine went away: the replica is lost
-            _write(log, f"[trainpool] {self.engine.describe} went away: {err}\n".encode())
+            replica.engine_lost = f"{self.engine.describe} went away ({err})"
+            _write(log, f"[trainpool] {replica.engine_lost}\n".encode())
             status = ENGINE_LOST
         finally:
-            for sink in lines.values():
-                sink.feed(b"", final=True)
-            log.close()
-            if entries is not None:
-                entries.close()
-            _remove(container)
-            replica.ended(status)
+            try:
+                for sink in lines.values():
+                    sink.feed(b"", final=True)
+                log.close()
+                if entries is not None:
+                    entries.close()
+                _remove(container)
+            finally:  # whatever happened, the replica has ended: the job never waits forever
+                replica.ended(status)
 
     def alive(self, replica: Replica) -> bool:
         if not isinstance(replica, ContainerReplica):
@@ -327,17 +332,19 @@ class ContainerRunner:
 
 def _signal(container: Any, name: str) -> None:
     from docker import errors
+    from requests import RequestException
 
     try:
         container.kill(signal=name)
-    except errors.DockerException:  # already ended, or removed
+    except (errors.DockerException, RequestException):  # ended, removed, or the engine gone
         pass
 
 
 def _remove(container: Any) -> None:
     from docker import errors
+    from requests import RequestException
 
     try:
         container.remove(force=True)
-    except errors.DockerException:
-        pass
+    except (errors.DockerException, RequestException):  # the engine gone: docker-py raises
+        pass  # requests' ConnectionError, no DockerException
