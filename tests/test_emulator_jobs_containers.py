@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.engine import build, ours
+from fixtures.engine import SecondEngine, build, ours
 from fixtures.jobs import wait_job
 from fixtures.runtime import vendored_runtime
 from fixtures.shell import exec_env, gcloud, needs_gcloud, ok
@@ -29,7 +29,7 @@ from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
-from trainpool.emulator.jobs import containers
+from trainpool.emulator.jobs import containers, debian_bases
 from trainpool.emulator.jobs.container_specs import ContainerLaunch
 from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.jobs.failure_rules import exit_message
@@ -747,3 +747,99 @@ def test_a_base_the_engine_cannot_have_is_built_into_the_image_store_saying_so(
     stored = image_store.lookup(image, emu.root)
     assert stored is not None and stored.env.get("STAGE") == "imitated"
     assert engine.image(image) is None
+
+
+HYPERTUNE_DOCKERFILE = """\
+FROM python:3.11-slim
+RUN pip install cloudml-hypertune
+COPY trainer.py /trainer.py
+ENTRYPOINT ["python", "/trainer.py"]
+"""
+HYPERTUNE_TRAINER = """\
+import sys
+import hypertune
+
+x = float([a for a in sys.argv if a.startswith("--x=")][0][4:])
+hypertune.HyperTune().report_hyperparameter_tuning_metric(
+    hyperparameter_metric_tag="score", metric_value=x * 10, global_step=1
+)
+"""
+
+
+def reaches_the_index() -> str:
+    """Why this machine cannot reach the package index (https://pypi.org), or ''."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen("https://pypi.org/simple/cloudml-hypertune/", timeout=20):
+            return ""
+    except OSError as err:
+        return f"https://pypi.org cannot be reached from this machine: {err}"
+
+
+@needs_gcloud
+@pytest.mark.timeout(600)
+def test_a_run_step_installs_from_the_index_through_the_machines_ca_bundle(
+    emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
+) -> None:
+    # behind a TLS-intercepting proxy (this machine's network), `RUN pip install` trusts the
+    # proxy only through the CA bundle the stand-in base carries (TRAINPOOL_CA_BUNDLE, by
+    # default this machine's); then a sweep's trials import hypertune and report a metric
+    why = reaches_the_index()
+    if why:
+        pytest.skip(why)
+    bundle = debian_bases.ca_bundle()
+    assert bundle is not None, "this machine has a CA bundle (SSL_CERT_FILE or Debian's path)"
+    base = engine.client.images.get(python_base)
+    assert base.labels[debian_bases.CA_LABEL] == bundle.label  # python_base made it with it
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "Dockerfile").write_text(HYPERTUNE_DOCKERFILE)
+    (source / "trainer.py").write_text(HYPERTUNE_TRAINER)
+    tagged = engine.image("python:3.11-slim")
+    if tagged is not None and debian_bases.LABEL in tagged.labels:
+        engine.client.images.remove("python:3.11-slim")  # an earlier build's tag: said again
+    image = "us-central1-docker.pkg.dev/demo/trainers/hpt:ca"
+    said = ok(gcloud(emu, "builds", "submit", "--tag", image, str(source), timeout=500))
+    assert "Successfully installed cloudml-hypertune" in said, said
+    if tagged is None or debian_bases.LABEL in tagged.labels:  # not a real, pulled base
+        assert f"trusts the {len(bundle.certificates)} certificates of {bundle.path}" in said
+    client = job_client("us-central1")
+    done = grid_sweep(client, image, "gs://bkt/hpt-ca")
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert sorted(t.final_measurement.metrics[0].value for t in done.trials) == [10.0, 20.0]
+    logs = "".join(p.read_text() for p in (emu.root / "jobs").glob("*/job.log"))
+    assert f"{image} is built on the stand-in of python:3.11-slim" in logs
+    assert f"trusts the {len(bundle.certificates)} certificates of" in logs
+
+
+@pytest.mark.timeout(300)
+def test_an_engine_that_goes_away_mid_job_fails_the_job_naming_it(
+    root: Path, engine: ContainerEngine, python_base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a dockerd of the test's own (the shared one is never touched), holding the stand-in,
+    # killed while the job's replica sleeps: the job ends FAILED naming the engine
+    second = SecondEngine()
+    try:
+        client = second.start()
+        client.images.load(engine.client.api.get_image(python_base))  # by name: tagged
+        monkeypatch.setenv("DOCKER_HOST", second.url)
+        sleep = ["python3", "-c", "import time; print('sleeping', flush=True); time.sleep(600)"]
+        with emulator.start(root) as emu:
+            monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+            jobs = job_client("us-central1")
+            job = create(jobs, [pool(1, python_base, command=sleep)])
+            log = job_dir(root, job) / "workerpool0-0.log"
+            deadline = time.monotonic() + 120
+            while not (log.exists() and "sleeping" in log.read_text()):
+                assert time.monotonic() < deadline, (job_dir(root, job) / "job.log").read_text()
+                time.sleep(0.1)
+            assert jobs.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
+            second.kill()
+            done = wait(jobs, root, job, timeout=120)
+        assert done.state == JobState.JOB_STATE_FAILED
+        assert second.url in done.error.message, done.error.message
+        assert second.url in log.read_text()
+    finally:
+        second.close()
+    assert not os.path.exists(second.dir)

@@ -68,8 +68,10 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "gcloud builds submit --tag IMAGE DIR",
         "built on the container engine, every step run (a base it cannot pull: the offline "
-        "python:3.X-slim stand-in, said in the log), else (no engine, or a base it cannot "
-        "have) into the local image store (only pip install -r runs); log streamed",
+        "python:3.X-slim stand-in, said in the log, which trusts this machine's CA bundle, or "
+        "TRAINPOOL_CA_BUNDLE's, so that RUN pip install works behind a TLS-intercepting "
+        "proxy), else (no engine, or a base it cannot have) into the local image store (only "
+        "pip install -r runs); log streamed",
         "tests/test_emulator_jobs_containers.py",
     ),
     (
@@ -80,7 +82,8 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "docker build -t IMAGE DIR, then a job naming IMAGE",
         "its replicas are containers of IMAGE (an Artifact Registry or gcr.io IMAGE never "
-        "pushed: the job log says the pull would fail on Vertex AI)",
+        "pushed: the job log says the pull would fail on Vertex AI); an engine that goes away "
+        "mid-job fails the job, naming it",
         "tests/test_emulator_jobs_containers.py",
     ),
     (

@@ -13,7 +13,10 @@ A base the engine lacks is pulled, as on a user's machine. Where it cannot be pu
 route to Docker Hub or Google's registries, as here) and it is one of the bases with an
 offline stand-in (:mod:`trainpool.emulator.jobs.debian_bases`: ``python:3.9-slim``,
 ``python:3.11-slim``, ``python:3.13-slim``), the stand-in is made (once) and tagged with
-the base's name, labelled as a stand-in, and the build log says so and how it differs.
+the base's name, labelled as a stand-in, and the build log says so and how it differs
+(among that, the CA bundle it trusts so that a RUN step reaches the package index behind a
+TLS-intercepting proxy: ``TRAINPOOL_CA_BUNDLE``). A stand-in an earlier build tagged so that
+does not trust today's bundle is made again and tagged in its place.
 Any other base (Vertex's prebuilt training images, here) cannot be had: the build is then
 made by the local image store's builder instead, as with no engine, and its log says why
 (:mod:`.build_runs`); a job naming the image runs as processes that imitate it.
@@ -52,32 +55,77 @@ def dockerfile_of(data: bytes, name: str = "Dockerfile") -> str:
 
 def ensure_base(engine: ContainerEngine, name: str, log: io.TextIOBase) -> None:
     """Make base image ``name`` available to the engine's builder: it has it, it pulls it, or
-    (where it cannot pull) the offline stand-in is tagged with the name."""
-    from docker import errors
-
-    if engine.image(name) is not None:
-        return
-    try:
-        engine.client.images.pull(name)
-        log.write(f"FROM {name}: pulled\n")
-        return
-    except errors.DockerException as err:
-        cannot = getattr(err, "explanation", None) or str(err)
+    (where it cannot pull) the offline stand-in is tagged with the name. A stand-in tagged so
+    by an earlier build that does not trust today's CA bundle (:func:`.debian_bases.ca_bundle`)
+    is replaced by one that does."""
     public = name.removeprefix("docker.io/").removeprefix("library/")
-    if public not in debian_bases.BASES:
-        raise BaseUnavailable(
-            f"FROM {name}: the container engine does not have it and cannot pull it ({cannot}); "
-            "accepted: an image the engine has (docker pull, docker load, docker build -t) or a "
-            f"base with an offline stand-in ({', '.join(sorted(debian_bases.BASES))})"
-        )
-    image = debian_bases.ensure(engine.client, public)
+    if engine.image(name) is not None:
+        stale = _stale_stand_in(engine, name)
+        if not stale:
+            return
+        engine.client.images.remove(name)  # the tag only: the image stays while others use it
+        why = f"the stand-in tagged so {stale}"
+    else:
+        cannot = _pull(engine, name, log)
+        if cannot is None:
+            return
+        if public not in debian_bases.BASES:
+            raise BaseUnavailable(
+                f"FROM {name}: the container engine does not have it and cannot pull it "
+                f"({cannot}); accepted: an image the engine has (docker pull, docker load, "
+                "docker build -t) or a base with an offline stand-in "
+                f"({', '.join(sorted(debian_bases.BASES))})"
+            )
+        why = f"cannot be pulled here ({cannot})"
+    try:
+        image = debian_bases.ensure(engine.client, public)
+    except ValueError as err:  # TRAINPOOL_CA_BUNDLE names no bundle
+        raise BuildFailed(f"FROM {name}: {err}") from err
     repository, _, tag = name.rpartition(":")
     image.tag(repository, tag)
     differs = (image.labels or {}).get(debian_bases.DIFFERENCE_LABEL, "")
     log.write(
-        f"FROM {name}: cannot be pulled here ({cannot}); the stand-in made offline from Debian's "
-        f"packages is tagged {name} (label {debian_bases.LABEL}; it differs: {differs})\n"
+        f"FROM {name}: {why}; the stand-in made offline from Debian's packages is tagged "
+        f"{name} (label {debian_bases.LABEL}; it differs: {differs})\n"
     )
+
+
+def _stale_stand_in(engine: ContainerEngine, name: str) -> str:
+    """Why the engine's ``name``, a stand-in, must be made again (it does not trust today's
+    CA bundle); empty when it need not be, and for a real image (pulled, loaded)."""
+    from docker import errors
+
+    try:
+        image = engine.client.images.get(name)
+    except errors.DockerException:
+        return ""
+    labels = image.labels or {}
+    if debian_bases.LABEL not in labels:
+        return ""
+    try:
+        wanted = debian_bases.ca_bundle()
+    except ValueError:
+        return "is checked against a TRAINPOOL_CA_BUNDLE that names no bundle"
+    if debian_bases.current(image, wanted):
+        return ""
+    had = labels.get(debian_bases.CA_LABEL)
+    return (
+        f"trusts another CA bundle ({had})"
+        if had
+        else "was made before stand-ins carried a CA bundle"
+    )
+
+
+def _pull(engine: ContainerEngine, name: str, log: io.TextIOBase) -> str | None:
+    """Pull ``name``: None when pulled, else why it could not be."""
+    from docker import errors
+
+    try:
+        engine.client.images.pull(name)
+    except errors.DockerException as err:
+        return str(getattr(err, "explanation", None) or err)
+    log.write(f"FROM {name}: pulled\n")
+    return None
 
 
 def build(

@@ -20,11 +20,7 @@ class EngineImage:
     user: str = ""
     workdir: str = ""
     env: dict[str, str] = field(default_factory=dict)
-    stands_in: str = ""
-    """The public image whose offline stand-in it is, or is built on (its
-    ``org.trainpool.stand-in`` label, which images built ``FROM`` it inherit); "" for none."""
-    differs: str = ""
-    """How that stand-in differs from the real image (its label)."""
+    labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,9 @@ as Vertex runs it:
   is the container's (128 + signal for a death by signal);
 - a container is waited on before it is removed, never removed first (kfp.local's
   ``DockerRunner`` uses ``auto_remove`` and counts a container gone before ``wait()`` as
-  a success, exit 0); an engine that goes away ends the replica 125, naming the engine;
+  a success, exit 0); an engine that goes away ends the replica 125, and the job FAILED
+  (UNAVAILABLE), naming the engine and its address, without restarting it (a container
+  cannot start without the engine);
 - each container carries the labels :data:`STORE_LABEL` (this store), ``org.trainpool.job``
   and ``org.trainpool.replica``; the emulator that opens the store removes what an earlier one
   left (:meth:`ContainerRunner.clean_up`).
@@ -55,7 +57,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from trainpool.emulator.jobs import debian_bases, replica_guard
+from trainpool.emulator.jobs import replica_guard
 from trainpool.emulator.jobs.container_specs import EngineImage
 from trainpool.emulator.jobs.processes import TERMINATE_GRACE_S, Launch, ProcessId, Replica
 from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
@@ -119,7 +121,6 @@ class ContainerEngine:
         config = found.attrs.get("Config") or {}
         env = dict(item.partition("=")[::2] for item in config.get("Env") or [])
         digests = found.attrs.get("RepoDigests") or []
-        labels = config.get("Labels") or {}
         return EngineImage(
             ref=ref,
             id=found.id,
@@ -127,8 +128,7 @@ class ContainerEngine:
             user=config.get("User") or "",
             workdir=config.get("WorkingDir") or "",
             env=env,
-            stands_in=labels.get(debian_bases.LABEL, ""),
-            differs=labels.get(debian_bases.DIFFERENCE_LABEL, ""),
+            labels=dict(config.get("Labels") or {}),
         )
 
 
@@ -280,16 +280,19 @@ class ContainerRunner:
                 what = f" (its limit: {limit / 2**30:.3g} GiB)" if limit else ""
                 _write(log, f"[trainpool] the container was killed for memory{what}\n".encode())
         except Exception as err:  # noqa: BLE001 - the engine went away: the replica is lost
-            _write(log, f"[trainpool] {self.engine.describe} went away: {err}\n".encode())
+            replica.engine_lost = f"{self.engine.describe} went away ({err})"
+            _write(log, f"[trainpool] {replica.engine_lost}\n".encode())
             status = ENGINE_LOST
         finally:
-            for sink in lines.values():
-                sink.feed(b"", final=True)
-            log.close()
-            if entries is not None:
-                entries.close()
-            _remove(container)
-            replica.ended(status)
+            try:
+                for sink in lines.values():
+                    sink.feed(b"", final=True)
+                log.close()
+                if entries is not None:
+                    entries.close()
+                _remove(container)
+            finally:  # whatever happened, the replica has ended: the job never waits forever
+                replica.ended(status)
 
     def alive(self, replica: Replica) -> bool:
         if not isinstance(replica, ContainerReplica):
@@ -329,17 +332,19 @@ class ContainerRunner:
 
 def _signal(container: Any, name: str) -> None:
     from docker import errors
+    from requests import RequestException
 
     try:
         container.kill(signal=name)
-    except errors.DockerException:  # already ended, or removed
+    except (errors.DockerException, RequestException):  # ended, removed, or the engine gone
         pass
 
 
 def _remove(container: Any) -> None:
     from docker import errors
+    from requests import RequestException
 
     try:
         container.remove(force=True)
-    except errors.DockerException:
-        pass
+    except (errors.DockerException, RequestException):  # the engine gone: docker-py raises
+        pass  # requests' ConnectionError, no DockerException

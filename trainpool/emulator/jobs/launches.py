@@ -31,6 +31,7 @@ from trainpool import catalog
 from trainpool.cluster_env import base_env, build_env, layout, local_hosts
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV, VERTEX_MOUNT
 from trainpool.emulator.jobs import (
+    debian_bases,
     gcs_mount,
     replica_python,
     storage_access,
@@ -148,15 +149,16 @@ def _pool_program(
     program = program_for(pool, pool_spec, ctx, note)
     if program.container is not None:
         assert ctx.containers is not None
-        image = program.container.image
         note(
-            f"workerpool{pool}: each replica is a container of {image.ref} ({image.digest}) on "
-            f"{ctx.containers.describe}"
+            f"workerpool{pool}: each replica is a container of {program.container.image.ref} "
+            f"({program.container.image.digest}) on {ctx.containers.describe}"
         )
-        if image.stands_in:
+        labels = program.container.image.labels
+        if debian_bases.LABEL in labels:  # built FROM a stand-in: its labels are inherited
             note(
-                f"workerpool{pool}: {image.ref} is (or is built on) an offline stand-in of "
-                f"{image.stands_in}, made on this machine: {image.differs}"
+                f"workerpool{pool}: {program.container.image.ref} is built on the stand-in of "
+                f"{labels[debian_bases.LABEL]} made offline from Debian's packages, which differs "
+                f"from the real image: {labels.get(debian_bases.DIFFERENCE_LABEL, '?')}"
             )
         return program, None
     base = (

@@ -135,6 +135,9 @@ class Replica:
         self.started = time.monotonic()
         self.out_of_memory = False
         """Whether it was killed for memory (known of a container: its engine says so)."""
+        self.engine_lost = ""
+        """Of a container whose engine went away: the engine and what its client said (the job
+        fails naming it; nothing is restarted on an engine that is gone)."""
         self._status: int | None = None
         self._ended = threading.Event()
         self._lock = threading.Lock()

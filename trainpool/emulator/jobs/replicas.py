@@ -50,6 +50,7 @@ from trainpool.emulator.jobs.failure_rules import (
     CODE_DEADLINE_EXCEEDED,
     CODE_INVALID_ARGUMENT,
     CODE_RESOURCE_EXHAUSTED,
+    CODE_UNAVAILABLE,
     PERMANENT_EXIT_CODES,
     RetryPolicy,
     is_permanent,
@@ -272,6 +273,18 @@ class JobReplicas:
                     status,
                     "It failed with the store's disk full: the job was shut down without "
                     "restarting it (its writes cannot succeed until there is room).",
+                ),
+            )
+        if replica.engine_lost:
+            return Outcome(
+                "FAILED",
+                CODE_UNAVAILABLE,
+                failure_message(
+                    replica,
+                    status,
+                    f"Its container engine went away: {replica.engine_lost}. The job was shut "
+                    "down without restarting the replica (no container starts without the "
+                    "engine; start it again, or set DOCKER_HOST to one that answers).",
                 ),
             )
         if is_permanent(status):
