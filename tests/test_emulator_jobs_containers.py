@@ -734,9 +734,9 @@ def test_the_pytorch_ddp_example_trains_across_three_containers(
 def test_a_base_the_engine_cannot_have_is_built_into_the_image_store_saying_so(
     emu: emulator.Emulator, engine: ContainerEngine, tmp_path: Path
 ) -> None:
-    # Vertex's prebuilt images cannot be pulled here and have no container stand-in: the
-    # build is the local image store's, as with no engine, and its log says why
-    base = "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest"
+    # a base that cannot be pulled here and has no stand-in (NVIDIA's NGC images): the build
+    # is the local image store's, as with no engine, and its log says why
+    base = "nvcr.io/nvidia/pytorch:24.01-py3"
     source = tmp_path / "source"
     source.mkdir()
     (source / "Dockerfile").write_text(f"FROM {base}\nENV STAGE=imitated\n")

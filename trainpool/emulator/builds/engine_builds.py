@@ -29,7 +29,7 @@ import tarfile
 from collections.abc import Mapping
 from typing import Any
 
-from trainpool.emulator.jobs import debian_bases
+from trainpool.emulator.jobs import debian_bases, prebuilt_bases
 from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.images import image_config
 
@@ -69,14 +69,28 @@ def ensure_base(engine: ContainerEngine, name: str, log: io.TextIOBase) -> None:
         cannot = _pull(engine, name, log)
         if cannot is None:
             return
-        if public not in debian_bases.BASES:
+        if public not in debian_bases.BASES and prebuilt_bases.recipe(name) is None:
             raise BaseUnavailable(
                 f"FROM {name}: the container engine does not have it and cannot pull it "
                 f"({cannot}); accepted: an image the engine has (docker pull, docker load, "
                 "docker build -t) or a base with an offline stand-in "
-                f"({', '.join(sorted(debian_bases.BASES))})"
+                f"({', '.join(sorted(debian_bases.BASES))}, Vertex's prebuilt training images "
+                "and the Deep Learning Containers of TensorFlow and PyTorch)"
             )
         why = f"cannot be pulled here ({cannot})"
+    recipe = prebuilt_bases.recipe(name)
+    if recipe is not None:
+        log.write(f"FROM {name}: {why}\n")
+        try:
+            made = prebuilt_bases.ensure(engine.client, recipe, log)
+        except (OSError, ValueError) as err:
+            raise BuildFailed(f"FROM {name}: {err}") from err
+        log.write(
+            f"FROM {name}: the stand-in made on this machine is tagged {name} (label "
+            f"{debian_bases.LABEL}; it differs: "
+            f"{(made.labels or {}).get(debian_bases.DIFFERENCE_LABEL, '')})\n"
+        )
+        return
     try:
         image = debian_bases.ensure(engine.client, public)
     except ValueError as err:  # TRAINPOOL_CA_BUNDLE names no bundle

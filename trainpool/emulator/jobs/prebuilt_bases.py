@@ -37,11 +37,11 @@ import re
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from trainpool.catalog import prebuilt_image
+from trainpool.catalog import included_packages, prebuilt_image
 from trainpool.emulator.jobs import debian_bases
 
 DLC = re.compile(
@@ -67,8 +67,24 @@ PACKAGES = {
     "xgboost": "xgboost",
     "pytorch": "torch",
 }
+NUMPY_1 = {
+    "tensorflow": (2, 17),
+    "scikit-learn": (1, 4),
+    "xgboost": (2, 0),
+    "pytorch": (2, 2),
+}
+"""Up to which version a framework was built against NumPy 1 (NumPy 2 came with TensorFlow
+2.18, scikit-learn 1.4.2, XGBoost 2.1, PyTorch 2.3): its stand-in pins ``numpy<2``, as its
+image holds a NumPy 1 (pip would otherwise take NumPy 2, which TensorFlow 2.8 cannot
+import: "Unable to convert function return value to a Python type")."""
 TORCH = "2.13.0"
 BESIDE = ("pandas", "gcsfs", "google-cloud-storage")
+SERIES = ("numpy", "pandas", "scikit-learn", "scipy")
+"""The packages Google's page lists for an image (``prebuilt_packages.csv``) that its stand-in
+holds at that version's series or an older one (pandas 2.2.3 listed: ``pandas<2.3``), not
+the newest: a trainer written for the image's pandas is not run on pandas 3. Where that
+cannot be installed on the stand-in's Python, the stand-in is built without those bounds,
+and its build says so."""
 SOURCE_ONLY = ("cloudml-hypertune",)
 """Published as source only: built into a wheel here (pure Python) before the download."""
 
@@ -100,6 +116,12 @@ class Recipe:
         )
 
 
+def _within_series(package: str, version: str) -> str:
+    """``pandas<2.3`` for the page's ``pandas 2.2.3``: that series or an older one."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return f"{package}<{major}.{minor + 1}"
+
+
 def _python_for(framework: str, version: str, image_python: str) -> str:
     if framework == "pytorch":
         return "3.11"  # this machine's CPU build of torch is for CPython 3.11
@@ -127,12 +149,20 @@ def recipe(name: str) -> Recipe | None:
         image_python = f"{match['py']}.{match['pyminor']}" if match["py"] else ""
     package = PACKAGES[framework]
     pin = f"{package}=={TORCH}" if framework == "pytorch" else f"{package}=={version}.*"
+    numbers = tuple(int(p) for p in version.split(".")[:2])
+    numpy = ("numpy<2",) if numbers <= NUMPY_1[framework] else ()
+    listed = tuple(
+        _within_series(p.package, p.version)
+        for p in included_packages(framework, version)
+        if p.package in SERIES and p.package != package
+    )
+    beside = tuple(b for b in BESIDE if not any(r.startswith(b + "<") for r in listed))
     return Recipe(
         name=name,
         framework=framework,
         version=version,
         python=_python_for(framework, version, image_python),
-        requirements=(pin, *BESIDE),
+        requirements=(pin, *numpy, *listed, *beside),
         source_only=extra,
         image_python=image_python,
     )
@@ -171,7 +201,9 @@ def download(found: Recipe, folder: Path, python: str = sys.executable) -> None:
 def ensure(client: Any, found: Recipe, log: io.TextIOBase) -> Any:
     """The stand-in of ``found.name`` in the engine of docker-py ``client``, tagged with that
     name: the one it has, else one built now (the Python base first, :func:`debian_bases.
-    ensure`), its build's output in ``log``. Raises ``OSError`` when it cannot be made."""
+    ensure`), its build's output in ``log``; built again without the page's series bounds
+    (:data:`SERIES`) where they cannot be installed, saying so. Raises ``OSError`` when it
+    cannot be made."""
     from docker import errors
 
     try:
@@ -179,10 +211,33 @@ def ensure(client: Any, found: Recipe, log: io.TextIOBase) -> Any:
     except errors.ImageNotFound:
         pass
     debian_bases.ensure(client, found.base)
+    try:
+        return _build(client, found, log)
+    except OSError as err:
+        bounded = [
+            r
+            for r in found.requirements
+            if "<" in r and r.split("<")[0] in SERIES and r != "numpy<2"
+        ]
+        if not bounded:
+            raise
+        kept = tuple(r for r in found.requirements if r not in bounded)
+        beside = tuple(b for b in BESIDE if b not in kept)
+        log.write(
+            f"{found.name}: {' '.join(bounded)} (the page's versions) cannot be installed for "
+            f"Python {found.python}; building with pip's choice instead ({str(err)[:300]})\n"
+        )
+        return _build(client, replace(found, requirements=(*kept, *beside)), log)
+
+
+def _build(client: Any, found: Recipe, log: io.TextIOBase) -> Any:
+    from docker import errors
+
     with tempfile.TemporaryDirectory(prefix="trainpool-prebuilt-") as tmp:
         context = Path(tmp)
         log.write(
-            f"{found.name}: downloading {' '.join(found.requirements)} for Python {found.python}\n"
+            f"{found.name}: not pullable here; building its stand-in: Python {found.python}, "
+            f"{' '.join(found.requirements + found.source_only)}\n"
         )
         log.flush()
         download(found, context / "wheels")
@@ -195,18 +250,16 @@ def ensure(client: Any, found: Recipe, log: io.TextIOBase) -> Any:
             f'LABEL {debian_bases.LABEL}="{found.name}"\n'
             f'LABEL {debian_bases.DIFFERENCE_LABEL}="{found.differs}"\n'
         )
-        repository, _, tag = (
-            found.name.rpartition(":")
-            if _tagged(found.name)
-            else (
-                found.name,
-                "",
-                "latest",
-            )
+        repository, tag = (
+            found.name.rsplit(":", 1) if _tagged(found.name) else (found.name, "latest")
         )
         try:
             image, output = client.images.build(
-                path=str(context), tag=f"{repository}:{tag}", rm=True, forcerm=True
+                path=str(context),
+                tag=f"{repository}:{tag}",
+                rm=True,
+                forcerm=True,
+                network_mode="host",  # the index as this machine reaches it
             )
         except errors.BuildError as err:
             shown = "".join(str(c.get("stream", "")) for c in err.build_log)[-3000:]
