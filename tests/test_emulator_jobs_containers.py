@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from fixtures.engine import SecondEngine, build, ours
+from fixtures.host_image import host_image
 from fixtures.jobs import wait_job
 from fixtures.runtime import vendored_runtime
 from fixtures.shell import gcloud, needs_gcloud, ok
@@ -704,3 +705,33 @@ def test_an_engine_that_goes_away_mid_job_fails_the_job_naming_it(
     finally:
         second.close()
     assert not os.path.exists(second.dir)
+
+
+@pytest.mark.timeout(300)
+def test_an_image_no_one_has_fails_the_job_at_once_saying_how_to_build_it(
+    client: Any, root: Path, engine: ContainerEngine
+) -> None:
+    # neither the engine, nor the local image store, nor Vertex's prebuilt catalog has it,
+    # and nothing pulls it here: the job fails, its command never run on the host
+    image = "us-central1-docker.pkg.dev/demo/trainers/nothing:1"
+    assert engine.image(image) is None
+    command = ["python3", "-c", "print('ran on the host')"]
+    job = create(client, [pool(1, image, command=command)])
+    done = wait(client, root, job, timeout=60)
+    assert done.state == JobState.JOB_STATE_FAILED
+    message = done.error.message
+    assert message.startswith(f"workerPoolSpecs[0].containerSpec.imageUri: {image!r} is not ")
+    assert engine.describe in message
+    assert f"`docker build -t {image} DIR`" in message
+    assert f"`gcloud builds submit --tag {image} DIR`" in message
+    assert not (job_dir(root, job) / "workerpool0-0.log").exists()  # nothing started
+    # an image the emulator imitates still runs, engine or not: one of its local image store
+    stored = host_image(root)
+    job = create(client, [pool(1, stored, command=command)])
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert "ran on the host" in (job_dir(root, job) / "workerpool0-0.log").read_text()
+    assert (
+        f"the Python environment of local image {stored}"
+        in (job_dir(root, job) / "job.log").read_text()
+    )

@@ -41,8 +41,10 @@ as Vertex runs it:
   and ``org.trainpool.replica``; the emulator that opens the store removes what an earlier one
   left (:meth:`ContainerRunner.clean_up`).
 
-A pool whose image the engine does not have runs as before, as processes of this machine
-that imitate the image (:data:`~.runners.HOST_PROCESSES`); the job log says which ran.
+A pool whose image the engine does not have runs as processes of this machine that imitate
+the image (:data:`~.runners.HOST_PROCESSES`) where the emulator knows how (Vertex's prebuilt
+images, the local image store, :mod:`.programs`); the job log says which ran. An image no one
+has fails the job at once, naming it and how to build it (:func:`.programs.missing_image`).
 """
 
 from __future__ import annotations
