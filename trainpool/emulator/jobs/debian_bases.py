@@ -47,12 +47,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainpool.config import CA_BUNDLE_ENV
-
 PREFIX = "trainpool.local/stand-in/"
 LABEL = "org.trainpool.stand-in"
 """The label a stand-in carries: the public name it stands in for."""
 DIFFERENCE_LABEL = "org.trainpool.stand-in.differs"
+CA_BUNDLE_ENV = "TRAINPOOL_CA_BUNDLE"
+"""The setting: a PEM file of the CAs stand-ins trust besides Debian's; ``off``: none; unset:
+this machine's bundle (:func:`ca_bundle`). The emulator's alone, as ``TRAINPOOL_CONTAINERS``
+is, so it lives here and not in :mod:`trainpool.config`, which components read."""
 CA_LABEL = "org.trainpool.stand-in.ca-bundle"
 """The label of the CA bundle a stand-in trusts: ``sha256:HEX`` of its certificates, or
 ``none``; a stand-in without it was made before stand-ins carried one."""
