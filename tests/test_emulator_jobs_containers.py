@@ -699,9 +699,15 @@ def test_an_engine_that_goes_away_mid_job_fails_the_job_naming_it(
             assert jobs.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
             second.kill()
             done = wait(jobs, root, job, timeout=120)
-        assert done.state == JobState.JOB_STATE_FAILED
-        assert second.url in done.error.message, done.error.message
-        assert second.url in log.read_text()
+            assert done.state == JobState.JOB_STATE_FAILED
+            assert done.error.code == 14  # UNAVAILABLE
+            assert second.url in done.error.message, done.error.message
+            assert second.url in log.read_text()
+            # a job created once it is gone fails too, naming it, before any replica starts
+            late = wait(jobs, root, create(jobs, [pool(1, python_base, command=sleep)]), 60)
+            assert late.state == JobState.JOB_STATE_FAILED and late.error.code == 14
+            assert late.error.message.startswith("the container engine went away: ")
+            assert second.url in late.error.message
     finally:
         second.close()
     assert not os.path.exists(second.dir)
