@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -613,7 +614,7 @@ def test_a_base_the_engine_cannot_have_is_built_into_the_image_store_saying_so(
 
 HYPERTUNE_DOCKERFILE = """\
 FROM python:3.11-slim
-RUN pip install cloudml-hypertune
+RUN echo {run} && pip install cloudml-hypertune
 COPY trainer.py /trainer.py
 ENTRYPOINT ["python", "/trainer.py"]
 """
@@ -656,7 +657,8 @@ def test_a_run_step_installs_from_the_index_through_the_machines_ca_bundle(
     assert base.labels[debian_bases.CA_LABEL] == bundle.label  # python_base made it with it
     source = tmp_path / "source"
     source.mkdir()
-    (source / "Dockerfile").write_text(HYPERTUNE_DOCKERFILE)
+    # a step of its own each run: the engine's build cache never stands in for the download
+    (source / "Dockerfile").write_text(HYPERTUNE_DOCKERFILE.format(run=uuid.uuid4().hex))
     (source / "trainer.py").write_text(HYPERTUNE_TRAINER)
     tagged = engine.image("python:3.11-slim")
     if tagged is not None and debian_bases.LABEL in tagged.labels:
@@ -681,6 +683,7 @@ def test_an_engine_that_goes_away_mid_job_fails_the_job_naming_it(
 ) -> None:
     # a dockerd of the test's own (the shared one is never touched), holding the stand-in,
     # killed while the job's replica sleeps: the job ends FAILED naming the engine
+    interfaces = set(os.listdir("/sys/class/net"))  # the shared engine's docker0 among them
     second = SecondEngine()
     try:
         client = second.start()
@@ -711,6 +714,7 @@ def test_an_engine_that_goes_away_mid_job_fails_the_job_naming_it(
     finally:
         second.close()
     assert not os.path.exists(second.dir)
+    assert set(os.listdir("/sys/class/net")) == interfaces  # its bridge gone, no other
 
 
 @pytest.mark.timeout(300)
