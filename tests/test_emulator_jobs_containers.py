@@ -15,12 +15,14 @@ import json
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fixtures.engine import SecondEngine, build, ours
+from fixtures.host_image import host_image
 from fixtures.jobs import wait_job
 from fixtures.runtime import vendored_runtime
 from fixtures.shell import exec_env, gcloud, needs_gcloud, ok
@@ -751,7 +753,7 @@ def test_a_base_the_engine_cannot_have_is_built_into_the_image_store_saying_so(
 
 HYPERTUNE_DOCKERFILE = """\
 FROM python:3.11-slim
-RUN pip install cloudml-hypertune
+RUN echo {run} && pip install cloudml-hypertune
 COPY trainer.py /trainer.py
 ENTRYPOINT ["python", "/trainer.py"]
 """
@@ -794,7 +796,8 @@ def test_a_run_step_installs_from_the_index_through_the_machines_ca_bundle(
     assert base.labels[debian_bases.CA_LABEL] == bundle.label  # python_base made it with it
     source = tmp_path / "source"
     source.mkdir()
-    (source / "Dockerfile").write_text(HYPERTUNE_DOCKERFILE)
+    # a step of its own each run: the engine's build cache never stands in for the download
+    (source / "Dockerfile").write_text(HYPERTUNE_DOCKERFILE.format(run=uuid.uuid4().hex))
     (source / "trainer.py").write_text(HYPERTUNE_TRAINER)
     tagged = engine.image("python:3.11-slim")
     if tagged is not None and debian_bases.LABEL in tagged.labels:
@@ -819,6 +822,7 @@ def test_an_engine_that_goes_away_mid_job_fails_the_job_naming_it(
 ) -> None:
     # a dockerd of the test's own (the shared one is never touched), holding the stand-in,
     # killed while the job's replica sleeps: the job ends FAILED naming the engine
+    interfaces = set(os.listdir("/sys/class/net"))  # the shared engine's docker0 among them
     second = SecondEngine()
     try:
         client = second.start()
@@ -837,9 +841,46 @@ def test_an_engine_that_goes_away_mid_job_fails_the_job_naming_it(
             assert jobs.get_custom_job(name=job.name).state == JobState.JOB_STATE_RUNNING
             second.kill()
             done = wait(jobs, root, job, timeout=120)
-        assert done.state == JobState.JOB_STATE_FAILED
-        assert second.url in done.error.message, done.error.message
-        assert second.url in log.read_text()
+            assert done.state == JobState.JOB_STATE_FAILED
+            assert done.error.code == 14  # UNAVAILABLE
+            assert second.url in done.error.message, done.error.message
+            assert second.url in log.read_text()
+            # a job created once it is gone fails too, naming it, before any replica starts
+            late = wait(jobs, root, create(jobs, [pool(1, python_base, command=sleep)]), 60)
+            assert late.state == JobState.JOB_STATE_FAILED and late.error.code == 14
+            assert late.error.message.startswith("the container engine went away: ")
+            assert second.url in late.error.message
     finally:
         second.close()
     assert not os.path.exists(second.dir)
+    assert set(os.listdir("/sys/class/net")) == interfaces  # its bridge gone, no other
+
+
+@pytest.mark.timeout(300)
+def test_an_image_no_one_has_fails_the_job_at_once_saying_how_to_build_it(
+    client: Any, root: Path, engine: ContainerEngine
+) -> None:
+    # neither the engine, nor the local image store, nor Vertex's prebuilt catalog has it,
+    # and nothing pulls it here: the job fails, its command never run on the host
+    image = "us-central1-docker.pkg.dev/demo/trainers/nothing:1"
+    assert engine.image(image) is None
+    command = ["python3", "-c", "print('ran on the host')"]
+    job = create(client, [pool(1, image, command=command)])
+    done = wait(client, root, job, timeout=60)
+    assert done.state == JobState.JOB_STATE_FAILED
+    message = done.error.message
+    assert message.startswith(f"workerPoolSpecs[0].containerSpec.imageUri: {image!r} is not ")
+    assert engine.describe in message
+    assert f"`docker build -t {image} DIR`" in message
+    assert f"`gcloud builds submit --tag {image} DIR`" in message
+    assert not (job_dir(root, job) / "workerpool0-0.log").exists()  # nothing started
+    # an image the emulator imitates still runs, engine or not: one of its local image store
+    stored = host_image(root)
+    job = create(client, [pool(1, stored, command=command)])
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert "ran on the host" in (job_dir(root, job) / "workerpool0-0.log").read_text()
+    assert (
+        f"the Python environment of local image {stored}"
+        in (job_dir(root, job) / "job.log").read_text()
+    )

@@ -76,3 +76,15 @@ def test_a_stand_in_made_before_bundles_or_with_another_is_not_current(tmp_path:
     assert not debian_bases.current(Image({debian_bases.CA_LABEL: "sha256:0"}), bundle)
     assert not debian_bases.current(Image({debian_bases.CA_LABEL: bundle.label}), None)
     assert debian_bases.current(Image({debian_bases.CA_LABEL: "none"}), None)
+
+
+def test_a_stores_own_bundle_is_not_the_machines(tmp_path: Path) -> None:
+    # under `trainpool exec`, SSL_CERT_FILE names the store's bundle (the emulator's authority
+    # with the machine's roots): a stand-in made there would differ per store
+    store = tmp_path / "root"
+    store.mkdir()
+    write(store / "emulator.sqlite", "")
+    own = write(store / "ca-bundle.pem", PEM)
+    machine = write(tmp_path / "machine.pem", OTHER)
+    found = debian_bases.ca_bundle({"SSL_CERT_FILE": str(own), "PIP_CERT": str(machine)})
+    assert found is not None and found.path == machine

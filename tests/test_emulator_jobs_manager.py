@@ -226,7 +226,9 @@ def test_image_neither_local_nor_with_command_says_how_to_fix(client: Any, root:
     assert done.error.message == (
         "workerPoolSpecs[0].containerSpec.imageUri: 'us-docker.pkg.dev/p/r/trainer:1' is not in "
         "the local image store and the pool has no command to run on the host; make it available "
-        "locally with `trainpool build-image DIR --local` (or give containerSpec.command)"
+        "locally with `trainpool build-image DIR --local` or `gcloud builds submit --tag "
+        "us-docker.pkg.dev/p/r/trainer:1 DIR` under `trainpool exec` (or give "
+        "containerSpec.command)"
     )
 
 

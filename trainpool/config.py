@@ -14,9 +14,6 @@ Standard library only, so the lowest layers may import it.
   there.
 - ``TRAINPOOL_HOME``: the local store (emulator state, local Cloud Storage, local
   images), ``./.trainpool`` by default.
-- ``TRAINPOOL_CA_BUNDLE``: the PEM bundle of certificate authorities the offline stand-in
-  base images trust besides Debian's (a TLS-intercepting proxy's CA among them); default:
-  this machine's bundle, ``off``: none (``emulator.jobs.debian_bases.ca_bundle``).
 """
 
 from __future__ import annotations
@@ -35,7 +32,6 @@ EMULATOR_ENV = "VERTEX_AI_EMULATOR_HOST"
 REST_ENV = "TRAINPOOL_REST_URL"
 HOME_ENV = "TRAINPOOL_HOME"
 DEFAULT_HOME = ".trainpool"
-CA_BUNDLE_ENV = "TRAINPOOL_CA_BUNDLE"
 _LOOPBACK = ("127.", "localhost", "[::1]")
 _UNIX = ("unix:/", "unix:///")
 

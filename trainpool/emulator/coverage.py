@@ -83,7 +83,9 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
         "docker build -t IMAGE DIR, then a job naming IMAGE",
         "its replicas are containers of IMAGE (an Artifact Registry or gcr.io IMAGE never "
         "pushed: the job log says the pull would fail on Vertex AI); an engine that goes away "
-        "mid-job fails the job, naming it",
+        "mid-job fails the job, naming it; a job naming an image no one has (not the "
+        "engine's, not the local image store's, not a prebuilt one) fails at once, saying "
+        "how to build it",
         "tests/test_emulator_jobs_containers.py",
     ),
     (

@@ -36,13 +36,16 @@ as Vertex runs it:
   ``DockerRunner`` uses ``auto_remove`` and counts a container gone before ``wait()`` as
   a success, exit 0); an engine that goes away ends the replica 125, and the job FAILED
   (UNAVAILABLE), naming the engine and its address, without restarting it (a container
-  cannot start without the engine);
+  cannot start without the engine); a job planned once it is gone fails the same way
+  (:class:`EngineGone`);
 - each container carries the labels :data:`STORE_LABEL` (this store), ``org.trainpool.job``
   and ``org.trainpool.replica``; the emulator that opens the store removes what an earlier one
   left (:meth:`ContainerRunner.clean_up`).
 
-A pool whose image the engine does not have runs as before, as processes of this machine
-that imitate the image (:data:`~.runners.HOST_PROCESSES`); the job log says which ran.
+A pool whose image the engine does not have runs as processes of this machine that imitate
+the image (:data:`~.runners.HOST_PROCESSES`) where the emulator knows how (Vertex's prebuilt
+images, the local image store, :mod:`.programs`); the job log says which ran. An image no one
+has fails the job at once, naming it and how to build it (:func:`.programs.missing_image`).
 """
 
 from __future__ import annotations
@@ -92,6 +95,10 @@ def engine_url(environ: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
+class EngineGone(OSError):
+    """The engine that answered when the emulator started answers no more; names it."""
+
+
 class ContainerEngine:
     """A container engine that answered, and the images it has."""
 
@@ -107,8 +114,10 @@ class ContainerEngine:
 
     def image(self, ref: str) -> EngineImage | None:
         """The image the engine has under ``ref`` (a name, ``NAME@sha256:...`` or an id); None
-        when it has none (nothing is pulled)."""
+        when it has none (nothing is pulled). Raises :class:`EngineGone` when the engine no
+        longer answers."""
         from docker import errors
+        from requests import RequestException
 
         try:
             found = self.client.images.get(ref)
@@ -118,6 +127,11 @@ class ContainerEngine:
             if err.status_code in (400, 404):  # a name the engine cannot parse: not its image
                 return None
             raise
+        except RequestException as err:  # docker-py raises requests' own when none answers
+            raise EngineGone(
+                f"the container engine went away: {self.describe} does not answer ({err}); "
+                "start it again, or set DOCKER_HOST to one that answers"
+            ) from err
         config = found.attrs.get("Config") or {}
         env = dict(item.partition("=")[::2] for item in config.get("Env") or [])
         digests = found.attrs.get("RepoDigests") or []

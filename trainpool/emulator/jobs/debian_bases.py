@@ -47,12 +47,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainpool.config import CA_BUNDLE_ENV
+from trainpool.home import Home
 
 PREFIX = "trainpool.local/stand-in/"
 LABEL = "org.trainpool.stand-in"
 """The label a stand-in carries: the public name it stands in for."""
 DIFFERENCE_LABEL = "org.trainpool.stand-in.differs"
+CA_BUNDLE_ENV = "TRAINPOOL_CA_BUNDLE"
+"""The setting: a PEM file of the CAs stand-ins trust besides Debian's; ``off``: none; unset:
+this machine's bundle (:func:`ca_bundle`). The emulator's alone, as ``TRAINPOOL_CONTAINERS``
+is, so it lives here and not in :mod:`trainpool.config`, which components read."""
 CA_LABEL = "org.trainpool.stand-in.ca-bundle"
 """The label of the CA bundle a stand-in trusts: ``sha256:HEX`` of its certificates, or
 ``none``; a stand-in without it was made before stand-ins carried one."""
@@ -116,7 +120,8 @@ def _certificates(path: Path, named: str) -> tuple[str, ...]:
 def ca_bundle(environ: Mapping[str, str] | None = None) -> CaBundle | None:
     """The CA bundle stand-ins trust besides Debian's: ``TRAINPOOL_CA_BUNDLE`` (a PEM file;
     ``off``, ``0``, ``no`` or ``none``: no bundle), else this machine's (:data:`CA_VARIABLES`,
-    then :data:`CA_PATHS`), else None. Raises ``ValueError`` for a bundle
+    then :data:`CA_PATHS`; never a local store's own bundle, which they name under ``trainpool
+    exec``), else None. Raises ``ValueError`` for a bundle
     ``TRAINPOOL_CA_BUNDLE`` names that cannot be read or holds no certificate."""
     env = os.environ if environ is None else environ
     setting = env.get(CA_BUNDLE_ENV, "").strip()
@@ -128,12 +133,20 @@ def ca_bundle(environ: Mapping[str, str] | None = None) -> CaBundle | None:
     named = [(env[v], v) for v in CA_VARIABLES if env.get(v)]
     for where, source in [*named, *((p, "the system's path") for p in CA_PATHS)]:
         path = Path(where)
-        if path.is_file():
+        if path.is_file() and not _stores_own(path):
             try:
                 return CaBundle(path, source, _certificates(path, source))
             except ValueError:
                 continue  # not a bundle after all: the next one
     return None
+
+
+def _stores_own(path: Path) -> bool:
+    """Whether ``path`` is a local store's bundle (``Home.ca_bundle``, beside its database),
+    which ``trainpool exec`` names in these variables: the emulator's own authority and
+    per store, never the machine's."""
+    home = Home(path.parent)
+    return path.name == home.ca_bundle.name and home.database.exists()
 
 
 def _bundle_label(bundle: CaBundle | None) -> str:

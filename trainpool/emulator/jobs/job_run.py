@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 from trainpool.emulator.faults.config import KillFault
+from trainpool.emulator.jobs.containers import EngineGone
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.engine import Engine, Timer
 from trainpool.emulator.jobs.environments import BuildFailed
@@ -34,6 +35,7 @@ from trainpool.emulator.jobs.failure_rules import (
     CODE_INTERNAL,
     CODE_INVALID_ARGUMENT,
     CODE_RESOURCE_EXHAUSTED,
+    CODE_UNAVAILABLE,
     RetryPolicy,
 )
 from trainpool.emulator.jobs.job_context import JobContext
@@ -181,6 +183,9 @@ class JobLifecycle:
         except (LaunchError, PackageError, BuildFailed) as err:
             self.note(str(err))
             planned = Outcome("FAILED", CODE_INVALID_ARGUMENT, str(err))
+        except EngineGone as err:  # the engine that answered at start answers no more
+            self.note(str(err))
+            planned = Outcome("FAILED", CODE_UNAVAILABLE, str(err))
         except Exception as err:  # noqa: BLE001 - ends the job visibly
             planned = error_outcome(err, self.ctx.home.root)
         self.serial.send(lambda: self._begin(planned))

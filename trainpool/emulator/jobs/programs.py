@@ -11,9 +11,16 @@ A pool runs, in this order of preference:
 - ``containerSpec`` whose image is in the local image store: ``LocalImage.argv`` (``command``
   replaces ENTRYPOINT, ``args`` replace CMD, as Docker does; a leading ``python`` is the
   image's interpreter), in a copy of the image's files and in its environment;
-- ``containerSpec`` with a ``command`` only: that command on the host, in this machine's
-  clean Python (never the emulator's), with a warning;
-- otherwise the job cannot run: :class:`LaunchError` says how to make the image local.
+- where no container engine answers, ``containerSpec`` with a ``command`` only: that command
+  on the host, in this machine's clean Python (never the emulator's), with a warning;
+- otherwise the job cannot run, and fails at once: :class:`LaunchError` names the image and
+  how to make it one the emulator has (``docker build -t IMAGE DIR``, ``gcloud builds
+  submit --tag IMAGE DIR``, ``docker pull``/``docker load``; with no engine, ``trainpool
+  build-image DIR --local``). Where an engine answers, an image that neither it, nor the
+  local image store, nor Vertex's prebuilt catalog can give is never imitated by its command
+  on the host: Vertex could not pull it either, and the command
+  would run without the image's files and packages. Images are not pulled: a job never
+  waits on a download the emulator cannot see the end of.
 
 A leading Python of the command becomes :data:`REPLICA_PYTHON`, the replica's own Python,
 which :mod:`.launches` puts in its place for each replica.
@@ -32,6 +39,7 @@ from typing import Any
 from trainpool.catalog import prebuilt_image
 from trainpool.emulator.jobs import environments, packages, replica_python
 from trainpool.emulator.jobs.container_specs import EngineImage
+from trainpool.emulator.jobs.containers import SWITCH_ENV
 from trainpool.emulator.jobs.job_context import JobContext
 from trainpool.errors import InputError
 from trainpool.images import image_store
@@ -146,6 +154,8 @@ def program_for(
             sites=replica_python.venv_sites(venv),
             python=f"the Python environment of local image {image_uri} ({venv})",
         )
+    if ctx.containers is not None:
+        raise LaunchError(missing_image(pool, image_uri, ctx.containers.describe))
     if command:
         note(
             f"warning: workerpool{pool}: image {image_uri!r} is neither one of Vertex's "
@@ -157,7 +167,22 @@ def program_for(
     raise LaunchError(
         f"workerPoolSpecs[{pool}].containerSpec.imageUri: {image_uri!r} is not in the local image "
         "store and the pool has no command to run on the host; make it available locally with "
-        "`trainpool build-image DIR --local` (or give containerSpec.command)"
+        f"`trainpool build-image DIR --local` or `gcloud builds submit --tag {image_uri or 'IMAGE'}"
+        " DIR` under `trainpool exec` (or give containerSpec.command)"
+    )
+
+
+def missing_image(pool: int, image_uri: str, engine: str) -> str:
+    """Why pool ``pool`` cannot run where an engine answers: no one has its image."""
+    image = image_uri or "IMAGE"
+    return (
+        f"workerPoolSpecs[{pool}].containerSpec.imageUri: {image_uri!r} is not an image of the "
+        f"container engine ({engine}), nor in the local image store, nor one of Vertex's "
+        "prebuilt training images, and the emulator does not pull images; accepted: an image "
+        f"the engine has: build it (`docker build -t {image} DIR`, or `gcloud builds submit "
+        f"--tag {image} DIR` under `trainpool exec`), or `docker pull {image}` / `docker load` "
+        f"it where it is published (or run with {SWITCH_ENV}=off to imitate it with its "
+        "command on this machine)"
     )
 
 
