@@ -70,9 +70,11 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
         "built on the container engine, every step run (a base it cannot pull: the offline "
         "python:3.X-slim stand-in, said in the log, which trusts this machine's CA bundle, or "
         "TRAINPOOL_CA_BUNDLE's, so that RUN pip install works behind a TLS-intercepting "
-        "proxy), else (no engine, or a base it cannot have) into the local image store (only "
-        "pip install -r runs); log streamed",
-        "tests/test_emulator_jobs_containers.py",
+        "proxy; Vertex's prebuilt training images and Google's TensorFlow and PyTorch Deep "
+        "Learning Containers: a stand-in of the framework on the Python it supports, built "
+        "once, said in the log), else (no engine, or a base it cannot have) into the local "
+        "image store (only pip install -r runs); log streamed",
+        "tests/test_emulator_prebuilt_containers.py",
     ),
     (
         "gcloud builds submit --config cloudbuild.yaml DIR",

@@ -17,9 +17,13 @@ the base's name, labelled as a stand-in, and the build log says so and how it di
 (among that, the CA bundle it trusts so that a RUN step reaches the package index behind a
 TLS-intercepting proxy: ``TRAINPOOL_CA_BUNDLE``). A stand-in an earlier build tagged so that
 does not trust today's bundle is made again and tagged in its place.
-Any other base (Vertex's prebuilt training images, here) cannot be had: the build is then
-made by the local image store's builder instead, as with no engine, and its log says why
-(:mod:`.build_runs`); a job naming the image runs as processes that imitate it.
+Vertex's prebuilt training images and Google's TensorFlow and PyTorch Deep Learning
+Containers get a stand-in built on this machine, once (:mod:`trainpool.emulator.jobs.
+prebuilt_bases`: the framework on a Python it supports, pandas and gcsfs), tagged with the
+base's name, and the build log says how it differs. Any other base (NVIDIA's NGC images,
+a registry this machine cannot reach) cannot be had: the build is then made by the local
+image store's builder instead, as with no engine, and its log says why (:mod:`.build_runs`);
+a job naming the image runs as processes that imitate it.
 """
 
 from __future__ import annotations
