@@ -37,6 +37,7 @@ from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.jobs.failure_rules import exit_message
 from trainpool.emulator.jobs.processes import Launch
 from trainpool.images import image_store
+from trainpool.images.service import build_image
 from trainpool.vertex.clients import job_client
 
 PUBLIC_BASE = "python:3.11-slim"
@@ -749,6 +750,50 @@ def test_a_base_the_engine_cannot_have_is_built_into_the_image_store_saying_so(
     stored = image_store.lookup(image, emu.root)
     assert stored is not None and stored.env.get("STAGE") == "imitated"
     assert engine.image(image) is None
+
+
+@pytest.mark.timeout(600)
+def test_the_build_image_components_local_path_builds_on_the_engine_and_a_job_runs_it(
+    emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
+) -> None:
+    # the build_image component's local path (images.service.build_image, backend auto, no
+    # project) with an emulator whose engine answers: a real docker build (its RUN step ran),
+    # kept in the engine under the content tag and named by its id; built again, found; a
+    # job naming it runs as containers of it
+    source = tmp_path / "trainer"
+    source.mkdir()
+    (source / "Dockerfile").write_text(dockerfile(python_base))
+    (source / "task.py").write_text(TASK)
+    built = build_image(source, image_uri="local/engine-built", root=emu.root, log=lambda _: None)
+    assert built.backend == "container-engine" and not built.cached
+    name, _, image_id = built.image_uri.partition("@")
+    assert name == f"local/engine-built:{built.tag}"
+    assert engine.client.images.get(name).id == image_id
+    assert image_store.lookup(name, emu.root) is None  # not imitated: the engine's
+    again = build_image(source, image_uri="local/engine-built", root=emu.root, log=lambda _: None)
+    assert again.cached and again.image_uri == built.image_uri
+    client = job_client("us-central1")
+    job = create(client, [pool(1, built.image_uri)])
+    done = wait(client, emu.root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    assert records(emu.root, job, "workerpool0-0")["built"] == "built-by-a-run-step"
+    engine.client.images.remove(name)
+
+
+@pytest.mark.timeout(300)
+def test_a_local_build_whose_base_the_engine_cannot_have_goes_to_the_image_store_saying_so(
+    emu: emulator.Emulator, engine: ContainerEngine, tmp_path: Path
+) -> None:
+    # as a Cloud Build on the engine does: a base neither pullable nor stood in (NVIDIA's NGC
+    # images here) makes the build the local image store's, and its notes say why
+    source = tmp_path / "trainer"
+    source.mkdir()
+    (source / "Dockerfile").write_text("FROM nvcr.io/nvidia/pytorch:24.01-py3\nENV STAGE=x\n")
+    built = build_image(source, image_uri="local/ngc-based", root=emu.root, log=lambda _: None)
+    assert any("built into the local image store instead" in note for note in built.notes)
+    assert any("nvcr.io/nvidia/pytorch:24.01-py3" in note for note in built.notes)
+    stored = image_store.lookup(built.image_uri, emu.root)
+    assert stored is not None and stored.env.get("STAGE") == "x"
 
 
 HYPERTUNE_DOCKERFILE = """\

@@ -1,5 +1,7 @@
 """The client of the emulator's ``Local.Push`` (a ``docker push`` recorded in its Artifact
-Registry) and ``Local.Bases`` (a ``docker build``'s bases made available to its engine).
+Registry), ``Local.Bases`` (a ``docker build``'s bases made available to its engine) and
+``Local.Engine`` (its container engine, which the ``build_image`` component's local path
+builds on: :func:`engine_call`).
 
 ``docker push`` under ``trainpool exec`` (:mod:`trainpool.redirect.docker`) calls
 :func:`record_push`; the server is :mod:`trainpool.emulator.api.local_service`, which
@@ -13,6 +15,8 @@ import json
 
 PUSH_METHOD = "/trainpool.emulator.v1.Local/Push"
 """The emulator's own RPC that records a ``docker push`` to its Artifact Registry (JSON)."""
+ENGINE_METHOD = "/trainpool.emulator.v1.Local/Engine"
+"""The emulator's own RPC that describes, asks and builds on its container engine (JSON)."""
 BASES_METHOD = "/trainpool.emulator.v1.Local/Bases"
 """The emulator's own RPC that gives its engine a Dockerfile's bases (JSON)."""
 
@@ -51,3 +55,16 @@ def ensure_bases(
         call = channel.unary_unary(BASES_METHOD)
         answer: bytes = call(json.dumps(asked).encode(), timeout=timeout_s)
     return str(json.loads(answer).get("said", ""))
+
+
+def engine_call(address: str, op: str, timeout_s: float = 30.0, **fields: object) -> dict[str, str]:
+    """``Local.Engine`` of the emulator at ``address``: ``op`` (describe, has, tag, build) with
+    ``fields``; its answer. Errors are ``grpc.RpcError`` (FAILED_PRECONDITION: no engine, or
+    a base it cannot have; ABORTED: a failed build step)."""
+    import grpc
+
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(ENGINE_METHOD)
+        answer: bytes = call(json.dumps({"op": op, **fields}).encode(), timeout=timeout_s)
+    found: dict[str, str] = json.loads(answer)
+    return found

@@ -1,8 +1,11 @@
-"""The local backends: the local image store (what the emulator runs), or a Docker engine.
+"""The local backends: the emulator's container engine, the local image store, or a Docker engine.
 
-Local builds go to the store unless the Docker backend is asked for by name: the
-emulator runs images from the store, and an image in a Docker engine is one it
-cannot find, however many engines answer ``docker info``.
+A local build goes where the emulator runs it from: to the emulator's container engine when
+it has one (:class:`EngineBackend`: a real ``docker build``, every RUN step run, and the
+job's replicas are then containers of the image), else to the local image store
+(:class:`StoreBackend`: the emulator imitates the image with processes). The Docker backend
+asked for by name (``backend="docker"``) builds with the ``docker`` command, for an engine
+the emulator does not use.
 """
 
 from __future__ import annotations
@@ -95,6 +98,86 @@ class DockerBackend:
             args = [f"--build-arg={k}={v}" for k, v in sorted(context.build_args.items())]
             subprocess.run(["docker", "build", "-t", image, *args, tmp], check=True)
         return f"{image}@{self._image_id(image)}", []
+
+
+class EngineBackend:
+    """The emulator's container engine (``Local.Engine``: :func:`trainpool.emulator_client.
+    registry.engine_call`): the context built as Cloud Build builds on the engine, the image
+    kept there with its content tag (``REPO:ctx-DIGEST``) and named by its id
+    (``REPO:ctx-DIGEST@sha256:ID``). A base the engine cannot have (not pullable, no
+    stand-in) makes the build the local image store's, saying so, as Cloud Build's does."""
+
+    name = "container-engine"
+
+    def __init__(self, address: str, root: Path, describe: str) -> None:
+        self.address = address
+        self.store = StoreBackend(root)
+        self.describe = describe
+
+    def find(self, image: str, digest: str) -> str | None:
+        from trainpool.emulator_client.registry import engine_call
+
+        found = engine_call(self.address, "has", image=image).get("id", "")
+        return f"{image}@{found}" if found else None
+
+    def tag(self, image: str, digest: str, name: str) -> None:
+        from trainpool.emulator_client.registry import engine_call
+
+        if "@sha256:" in image and not image.split("@", 1)[1] == f"sha256:{digest}":
+            engine_call(self.address, "tag", image=image.partition("@")[0], name=name)
+        else:  # built into the store instead
+            self.store.tag(image, digest, name)
+
+    def build(self, context: BuildContext, image: str) -> tuple[str, list[str]]:
+        import grpc
+
+        from trainpool.emulator_client.registry import engine_call
+
+        folder = self.store.root / "tmp"
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=".tar.gz") as handle:
+            with open(handle.name, "wb") as out:
+                context.write_tarball(out)
+            try:
+                built = engine_call(
+                    self.address,
+                    "build",
+                    timeout_s=3600.0,
+                    context=handle.name,
+                    image=image,
+                    build_args=dict(context.build_args),
+                )
+            except grpc.RpcError as err:
+                if err.code() != grpc.StatusCode.FAILED_PRECONDITION:
+                    raise RuntimeError(
+                        f"{image}: the build failed on {self.describe}: {err.details()}"
+                    ) from None
+                uri, notes = self.store.build(context, image)
+                said = f"{err.details()}: built into the local image store instead"
+                return uri, [said, *notes]
+        notes = [
+            f"built on {self.describe}: every step run; the job's replicas are containers of it"
+        ]
+        notes += [line for line in built.get("log", "").splitlines() if line.startswith("FROM ")]
+        return f"{image}@{built['id']}", notes
+
+
+def local_backend(root: Path) -> StoreBackend | EngineBackend:
+    """Where a local build goes: the container engine of the emulator at
+    ``VERTEX_AI_EMULATOR_HOST`` when it answers and has one, else the local image store."""
+    from trainpool.config import emulator_host
+
+    address = emulator_host()
+    if address:
+        from trainpool.emulator_client.registry import engine_call
+
+        try:
+            engine = engine_call(address, "describe", timeout_s=10.0).get("engine", "")
+        except Exception:  # noqa: BLE001 - an emulator that does not answer: the store
+            engine = ""
+        if engine:
+            return EngineBackend(address, root, engine)
+    return StoreBackend(root)
 
 
 def docker_backend() -> DockerBackend:

@@ -19,7 +19,7 @@ from trainpool import emulator_client
 from trainpool.config import emulator_host
 from trainpool.images import builder, sources
 from trainpool.images.builder import BuildResult
-from trainpool.images.image_store_backend import StoreBackend, docker_backend
+from trainpool.images.image_store_backend import docker_backend, local_backend
 
 BACKENDS = ("auto", "local", "docker", "cloud")
 
@@ -123,5 +123,5 @@ def build_image(
     elif backend == "docker":
         chosen = docker_backend()
     else:
-        chosen = StoreBackend(root or emulator_client.current().root)
+        chosen = local_backend(root or emulator_client.current().root)
     return builder.build(request, chosen, log=say)

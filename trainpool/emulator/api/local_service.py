@@ -19,8 +19,18 @@ starts ``FROM`` available to the container engine before a ``docker build`` unde
 ``trainpool exec`` (:func:`trainpool.emulator.builds.engine_builds.ensure_base`: the engine
 has it, pulls it, or the offline stand-in is tagged with its name), so ``FROM
 python:3.11-slim`` builds here as on a user's machine; ``said`` is what the build's output
-should say (a stand-in, and how it differs; a base that cannot be had; no engine). Not
-Vertex APIs.
+should say (a stand-in, and how it differs; a base that cannot be had; no engine).
+
+``Engine({"op", ...}) -> {...}`` (JSON): the emulator's container engine, for the
+``build_image`` component's local path (:class:`trainpool.images.image_store_backend.
+EngineBackend`), so the image it builds is one the engine runs: ``describe`` ->
+``{"engine"}`` ("" with none, and ``why``); ``has`` ``{"image"}`` -> ``{"id"}`` ("" when the
+engine lacks it); ``tag`` ``{"image", "name"}``; ``build`` ``{"context", "image",
+"build_args", "dockerfile"}`` (``context``: the path of a gzipped build context on this
+machine) -> ``{"id", "log"}``, built as Cloud Build builds on the engine
+(:func:`trainpool.emulator.builds.engine_builds.build`: every step run, bases pulled or
+stood in) and tagged ``image``; a base that cannot be had answers FAILED_PRECONDITION, a
+failed step ABORTED, each with the build's words. Not Vertex APIs.
 """
 
 from __future__ import annotations
@@ -28,22 +38,29 @@ from __future__ import annotations
 import io
 import json
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
 from google.cloud.artifactregistry_v1.types import artifact
 
-from trainpool.emulator.builds.engine_builds import BaseUnavailable, ensure_base
+from trainpool.emulator.builds.engine_builds import (
+    BaseUnavailable,
+    BuildFailed,
+    build,
+    ensure_base,
+)
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.repositories import PushRefused, record_push
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator_client import DESCRIBE_METHOD
-from trainpool.emulator_client.registry import BASES_METHOD, PUSH_METHOD
+from trainpool.emulator_client.registry import BASES_METHOD, ENGINE_METHOD, PUSH_METHOD
 from trainpool.images import image_config
 
 SERVICE, METHOD = DESCRIBE_METHOD.strip("/").split("/")
 PUSH = PUSH_METHOD.rsplit("/", 1)[1]
 BASES = BASES_METHOD.rsplit("/", 1)[1]
+ENGINE = ENGINE_METHOD.rsplit("/", 1)[1]
 
 
 def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler:
@@ -96,11 +113,64 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
                     said.write(f"{err}\n")
         return json.dumps({"said": said.getvalue()}).encode()
 
+    def engine(request: bytes, context: Any) -> bytes:
+        try:
+            asked = json.loads(request)
+            op = str(asked["op"])
+        except (ValueError, KeyError, TypeError) as err:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"Engine: {err}; accepted: JSON with op (describe, has, tag, build)",
+            )
+        found = manager.containers
+        if op == "describe":
+            answer = {"engine": found.describe if found else "", "why": manager.no_containers}
+            return json.dumps(answer).encode()
+        if found is None:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"the emulator has no container engine ({manager.no_containers})",
+            )
+            return b""  # not reached: abort raises
+        try:
+            if op == "has":
+                image = found.image(str(asked["image"]))
+                return json.dumps({"id": image.id if image else ""}).encode()
+            if op == "tag":
+                repository, _, tag = str(asked["name"]).rpartition(":")
+                found.client.images.get(str(asked["image"])).tag(repository, tag)
+                return b"{}"
+            if op == "build":
+                log = io.StringIO()
+                data = Path(str(asked["context"])).read_bytes()
+                image_id = build(
+                    found,
+                    data,
+                    dict(asked.get("build_args") or {}),
+                    log,
+                    str(asked.get("dockerfile") or "Dockerfile"),
+                )
+                repository, _, tag = str(asked["image"]).rpartition(":")
+                found.client.images.get(image_id).tag(repository, tag)
+                return json.dumps({"id": image_id, "log": log.getvalue()}).encode()
+        except KeyError as err:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"Engine {op}: {err} is missing")
+        except BaseUnavailable as err:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
+        except BuildFailed as err:
+            context.abort(grpc.StatusCode.ABORTED, str(err))
+        context.abort(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"Engine: op {op!r}; accepted: describe, has, tag, build",
+        )
+        return b""  # not reached: abort raises
+
     return grpc.method_handlers_generic_handler(
         SERVICE,
         {
             METHOD: grpc.unary_unary_rpc_method_handler(describe),
             PUSH: grpc.unary_unary_rpc_method_handler(push),
             BASES: grpc.unary_unary_rpc_method_handler(bases),
+            ENGINE: grpc.unary_unary_rpc_method_handler(engine),
         },
     )

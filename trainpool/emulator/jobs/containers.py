@@ -114,19 +114,30 @@ class ContainerEngine:
 
     def image(self, ref: str) -> EngineImage | None:
         """The image the engine has under ``ref`` (a name, ``NAME@sha256:...`` or an id); None
-        when it has none (nothing is pulled). Raises :class:`EngineGone` when the engine no
-        longer answers."""
+        when it has none (nothing is pulled). ``NAME:TAG@sha256:ID``, what a local build on
+        the engine answers (:class:`trainpool.images.image_store_backend.EngineBackend`), is
+        the image tagged ``NAME:TAG`` when its id is ``sha256:ID``. Raises
+        :class:`EngineGone` when the engine no longer answers."""
         from docker import errors
         from requests import RequestException
 
         try:
             found = self.client.images.get(ref)
-        except (errors.ImageNotFound, errors.NullResource):
-            return None
-        except errors.APIError as err:
-            if err.status_code in (400, 404):  # a name the engine cannot parse: not its image
+        except (errors.ImageNotFound, errors.NullResource, errors.APIError) as err:
+            status = getattr(err, "status_code", 404)
+            if isinstance(err, errors.APIError) and status not in (400, 404):
+                raise
+            # a name the engine cannot parse or does not have: not its image, unless it is
+            # NAME:TAG@ID of an image tagged NAME:TAG
+            name, at, digest = ref.partition("@")
+            if not at or ":" not in name.rsplit("/", 1)[-1]:
                 return None
-            raise
+            try:
+                found = self.client.images.get(name)
+            except (errors.ImageNotFound, errors.APIError):
+                return None
+            if found.id != digest:
+                return None
         except RequestException as err:  # docker-py raises requests' own when none answers
             raise EngineGone(
                 f"the container engine went away: {self.describe} does not answer ({err}); "

@@ -248,10 +248,14 @@ def unpushed(state: EmulatorState, image: str) -> str:
     """What a job log says of ``image`` when it names Artifact Registry or Container Registry
     and was never pushed to the emulator's ("" when it was, or names another registry): the
     engine has it, so it runs, but Vertex AI pulls from the registry and would fail."""
-    if read_image_name(image) is None or pushed(state, image) is not None:
+    read = read_image_name(image)
+    if read is None:
+        return ""
+    named = image.split("@", 1)[0] if read.tag else image  # NAME:TAG@ID: the tag is the name
+    if pushed(state, named) is not None:
         return ""
     return (
-        f"WARNING: {image} was not pushed to the emulator's Artifact Registry: it runs from the "
+        f"WARNING: {named} was not pushed to the emulator's Artifact Registry: it runs from the "
         "local container engine, which has it, but on Vertex AI the job fails to pull it "
-        f"(push it first: docker push {image}, under trainpool exec)"
+        f"(push it first: docker push {named}, under trainpool exec)"
     )
