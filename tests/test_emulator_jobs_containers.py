@@ -752,6 +752,42 @@ def test_a_base_the_engine_cannot_have_is_built_into_the_image_store_saying_so(
     assert engine.image(image) is None
 
 
+@pytest.mark.timeout(300)
+def test_gpus_asked_of_an_engine_without_a_gpu_runtime_are_said_not_passed(
+    client: Any, root: Path, engine: ContainerEngine, root_image: str
+) -> None:
+    # a pool asking for accelerators gets this machine's GPUs where the engine has the NVIDIA
+    # runtime (docker run --gpus: a DeviceRequest); here it has none, so the job runs without
+    # them and its log says so, never silently
+    asked = pool(1, root_image, args=["exit", "0"])
+    asked["machine_spec"] = {
+        "machine_type": "n1-standard-4",
+        "accelerator_type": "NVIDIA_TESLA_T4",
+        "accelerator_count": 1,
+    }
+    job = create(client, [asked])
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    log = (job_dir(root, job) / "job.log").read_text()
+    if engine.gpu_runtime:
+        assert "1 NVIDIA_TESLA_T4 asked: 1 of this machine's GPUs go to each container" in log
+    else:
+        assert "1 NVIDIA_TESLA_T4 asked, and the engine has no GPU runtime" in log
+
+
+def test_the_gpu_runtime_is_the_nvidia_one_the_engine_names() -> None:
+    # docker info's Runtimes, where the NVIDIA Container Toolkit registers "nvidia"
+    class Info:
+        def __init__(self, runtimes: dict[str, Any]) -> None:
+            self.runtimes = runtimes
+
+        def info(self) -> dict[str, Any]:
+            return {"Runtimes": self.runtimes}
+
+    assert containers.gpu_runtime(Info({"runc": {}, "nvidia": {"path": "x"}})) == "nvidia"
+    assert containers.gpu_runtime(Info({"runc": {}, "io.containerd.runc.v2": {}})) == ""
+
+
 @pytest.mark.timeout(600)
 def test_the_build_image_components_local_path_builds_on_the_engine_and_a_job_runs_it(
     emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path

@@ -59,9 +59,10 @@ _SPEC_RULES = {
     "worker_pool_specs.machine_spec": Rule(
         LOGGED,
         f"checked against the catalog by Vertex's rules (plan/); {LOCAL}, with its CPUs and "
-        "memory and no accelerator (a container's memory is its machine type's; no GPU is "
-        "passed), whatever machine, accelerator, partition, TPU topology or reservation is "
-        "asked",
+        "memory (a container's memory is its machine type's); a container gets its pool's "
+        "acceleratorCount of this machine's GPUs where the engine has the NVIDIA runtime, a "
+        "process none, and the job log says which; whatever machine, partition, TPU topology "
+        "or reservation is asked",
     ),
     "worker_pool_specs.disk_spec": Rule(
         LOGGED,

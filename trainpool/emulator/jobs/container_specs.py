@@ -37,3 +37,6 @@ class ContainerLaunch:
     labels: dict[str, str] = field(default_factory=dict)
     memory_bytes: int | None = None
     """The container's memory, swap included (its machine type's); None: no limit."""
+    gpus: int = 0
+    """GPUs passed to the container (its pool's ``acceleratorCount``, where the engine has a
+    GPU runtime); 0: none."""

@@ -111,6 +111,8 @@ class ContainerEngine:
         )
         number, api = version.get("Version", "?"), version.get("ApiVersion", "?")
         self.describe = f"{product} Engine {number} (API {api}) at {url}"
+        self.gpu_runtime = gpu_runtime(client)
+        """The engine's runtime that passes NVIDIA GPUs ("" where it has none)."""
 
     def image(self, ref: str) -> EngineImage | None:
         """The image the engine has under ``ref`` (a name, ``NAME@sha256:...`` or an id); None
@@ -155,6 +157,17 @@ class ContainerEngine:
             env=env,
             labels=dict(config.get("Labels") or {}),
         )
+
+
+def gpu_runtime(client: Any) -> str:
+    """The runtime of the engine that passes NVIDIA GPUs to containers: ``nvidia`` where the
+    NVIDIA Container Toolkit registered it (``docker info``'s ``Runtimes``; what ``docker run
+    --gpus`` and docker-py's ``DeviceRequest`` need), else ""."""
+    try:
+        runtimes = client.info().get("Runtimes") or {}
+    except Exception:  # noqa: BLE001 - an engine that does not say has none to offer
+        return ""
+    return "nvidia" if "nvidia" in runtimes else ""
 
 
 def connect(environ: Mapping[str, str] | None = None) -> tuple[ContainerEngine | None, str]:
@@ -231,7 +244,7 @@ class ContainerRunner:
         if spec is None:
             return self.fallback.start(launch)
         from docker import errors
-        from docker.types import Mount
+        from docker.types import DeviceRequest, Mount
 
         launch.log.parent.mkdir(parents=True, exist_ok=True)
         log = open(launch.log, "ab")  # noqa: SIM115 - closed by the follower
@@ -258,6 +271,9 @@ class ContainerRunner:
                 detach=True,
                 mem_limit=spec.memory_bytes,
                 memswap_limit=spec.memory_bytes,  # no swap beyond it, as a VM has none
+                device_requests=(
+                    [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])] if spec.gpus else None
+                ),
             )
             # attached before it starts, as `docker run` does: nothing it writes is missed
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True, demux=True)

@@ -154,6 +154,16 @@ def _pool_program(
             f"({program.container.image.digest}) on {ctx.containers.describe}"
         )
         labels = program.container.image.labels
+        asked = accelerators(pool_spec)
+        if asked:
+            kind = pool_spec["machineSpec"]["acceleratorType"]
+            note(
+                f"workerpool{pool}: {asked} {kind} asked: {asked} of this machine's GPUs go to "
+                f"each container ({ctx.containers.gpu_runtime} runtime of the engine)"
+                if ctx.containers.gpu_runtime
+                else f"workerpool{pool}: {asked} {kind} asked, and the engine has no GPU runtime "
+                "(the NVIDIA Container Toolkit's nvidia): its containers run without GPUs"
+            )
         if debian_bases.LABEL in labels:  # built FROM a stand-in: its labels are inherited
             note(
                 f"workerpool{pool}: {program.container.image.ref} is built on the stand-in of "
@@ -295,8 +305,19 @@ def _container_launch(
             binds=tuple(binds),
             labels=labels,
             memory_bytes=_machine_memory(spec, pool),
+            gpus=(
+                accelerators(layout.pool_specs(spec)[pool] or {})
+                if ctx.containers and ctx.containers.gpu_runtime
+                else 0
+            ),
         ),
     )
+
+
+def accelerators(pool_spec: dict[str, Any]) -> int:
+    """A pool's ``machineSpec.acceleratorCount`` (0 for none)."""
+    machine = pool_spec.get("machineSpec") or {}
+    return int(machine.get("acceleratorCount") or 0) if machine.get("acceleratorType") else 0
 
 
 def _machine_memory(spec: dict[str, Any], pool: int) -> int | None:
