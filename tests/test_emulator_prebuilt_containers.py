@@ -150,3 +150,90 @@ def test_the_tensorflow_notebooks_dockerfile_builds_on_a_stand_in_and_runs_as_a_
         )
     )
     assert [i["package"] for i in listed] == ["us-central1-docker.pkg.dev/demo/trainers/tf-hpt"]
+
+
+TF_CPU = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest"
+PACKAGE_TASK = """\
+import sys
+
+import tensorflow as tf
+
+print("PACKAGE TF", tf.__version__, "PY", sys.version_info[:2], "ARGS", sys.argv[1:], flush=True)
+"""
+
+
+def sdist(folder: Path) -> Path:
+    """``python setup.py sdist`` of a package ``trainer`` with :data:`PACKAGE_TASK`, as
+    Google's samples make the package a pythonPackageSpec names."""
+    (folder / "trainer").mkdir(parents=True)
+    (folder / "trainer" / "__init__.py").write_text("")
+    (folder / "trainer" / "task.py").write_text(PACKAGE_TASK)
+    (folder / "setup.py").write_text(
+        "from setuptools import find_packages, setup\n"
+        "setup(name='trainer', version='0.1', packages=find_packages())\n"
+    )
+    import subprocess
+    import sys
+
+    subprocess.run(
+        [sys.executable, "setup.py", "-q", "sdist", "--formats=gztar"],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+    return folder / "dist" / "trainer-0.1.tar.gz"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_jobs_naming_tf_cpu_2_8_run_in_its_container_stand_in_as_vertex_runs_them(
+    emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
+) -> None:
+    # the distributed-training notebook's TensorFlow 2.8 job failed in the process stand-in
+    # (TensorFlow 2.8's packages on a Python it was never built for); in a container of the
+    # image's stand-in it runs TensorFlow 2.8 on Python 3.9. A containerSpec naming the image
+    # runs its command there; a pythonPackageSpec naming it as executorImageUri installs the
+    # package at each replica's start and runs python -m MODULE ARGS (PythonPackageSpec,
+    # custom_job.proto)
+    package = sdist(tmp_path / "package")
+    stored = emu.root / "gcs" / "bkt" / "packages" / package.name
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_bytes(package.read_bytes())
+    machine = {"machine_type": "n1-standard-4"}
+    command = "import sys, tensorflow as tf; print('TF', tf.__version__, sys.version_info[:2])"
+    jobs = {
+        "container": {
+            "replica_count": 1,
+            "machine_spec": machine,
+            "container_spec": {"image_uri": TF_CPU, "command": ["python3", "-c", command]},
+        },
+        "package": {
+            "replica_count": 1,
+            "machine_spec": machine,
+            "python_package_spec": {
+                "executor_image_uri": TF_CPU,
+                "package_uris": ["gs://bkt/packages/trainer-0.1.tar.gz"],
+                "python_module": "trainer.task",
+                "args": ["--epochs=1"],
+            },
+        },
+    }
+    client = job_client("us-central1")
+    made = {
+        name: client.create_custom_job(
+            parent=PARENT,
+            custom_job={"display_name": name, "job_spec": {"worker_pool_specs": [pool]}},
+        )
+        for name, pool in jobs.items()
+    }
+    printed = {}
+    for name, job in made.items():
+        folder = emu.root / "jobs" / job.name.rsplit("/", 1)[1]
+        done = wait_job(client.get_custom_job, job.name, 900, logs=folder)
+        assert done.state == JobState.JOB_STATE_SUCCEEDED, (name, done.error)
+        printed[name] = (folder / "workerpool0-0.log").read_text()
+        log = (folder / "job.log").read_text()
+        assert f"each replica is a container of {TF_CPU}" in log
+        assert f"is built on the stand-in of {TF_CPU}" in log  # said, never silent
+    assert "TF 2.8.4 (3, 9)" in printed["container"]
+    assert "PACKAGE TF 2.8.4 PY (3, 9) ARGS ['--epochs=1']" in printed["package"]

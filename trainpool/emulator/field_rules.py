@@ -46,14 +46,18 @@ _SPEC_RULES = {
     "worker_pool_specs.container_spec": Rule(
         APPLIED,
         "jobs/containers.py: a container of its image where the container engine has it "
-        "(ENTRYPOINT, CMD, WORKDIR, ENV, USER; command and args override them), else "
-        "jobs/launches.py: its command runs in a process imitating the image (RUN steps not "
-        "run); an image the engine lacks is not pulled",
+        "(ENTRYPOINT, CMD, WORKDIR, ENV, USER; command and args override them), or of the "
+        "container stand-in of a Vertex prebuilt image (jobs/prebuilt_bases.py, built once), "
+        "else jobs/launches.py: its command runs in a process imitating the image (RUN steps "
+        "not run); an image the engine lacks is not pulled",
     ),
     "worker_pool_specs.python_package_spec": Rule(
         APPLIED,
-        "jobs/launches.py, jobs/packages.py: its packages are installed and run, in the "
-        "executor image's stand-in (a process, even where the container engine has the image)",
+        "jobs/programs.py: where a container engine answers, in containers of the executor "
+        "image (the engine's, or a prebuilt image's container stand-in), each replica pip "
+        "installing the packages (gs:// at /gcs) then running python -m MODULE ARGS, as "
+        "Vertex does; else jobs/packages.py: installed once per pool into the executor "
+        "image's process stand-in",
     ),
     "worker_pool_specs.replica_count": Rule(APPLIED, "one local process or container per replica"),
     "worker_pool_specs.machine_spec": Rule(

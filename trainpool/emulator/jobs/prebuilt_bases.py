@@ -37,6 +37,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -206,10 +207,18 @@ def ensure(client: Any, found: Recipe, log: io.TextIOBase) -> Any:
     cannot be made."""
     from docker import errors
 
-    try:
-        return client.images.get(found.name)
-    except errors.ImageNotFound:
-        pass
+    with _LOCKS.setdefault(found.name, threading.Lock()):  # two jobs at once build it once
+        try:
+            return client.images.get(found.name)
+        except errors.ImageNotFound:
+            pass
+        return _ensure(client, found, log)
+
+
+_LOCKS: dict[str, threading.Lock] = {}
+
+
+def _ensure(client: Any, found: Recipe, log: io.TextIOBase) -> Any:
     debian_bases.ensure(client, found.base)
     try:
         return _build(client, found, log)

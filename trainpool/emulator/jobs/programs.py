@@ -28,8 +28,10 @@ which :mod:`.launches` puts in its place for each replica.
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.catalog import prebuilt_image
-from trainpool.emulator.jobs import environments, packages, replica_python
+from trainpool.cluster_env.gcs import VERTEX_MOUNT
+from trainpool.emulator.jobs import environments, packages, prebuilt_bases, replica_python
 from trainpool.emulator.jobs.container_specs import EngineImage
 from trainpool.emulator.jobs.containers import SWITCH_ENV
 from trainpool.emulator.jobs.job_context import JobContext
@@ -103,6 +106,18 @@ def program_for(
     args = list(container.get("args", []))
     env = _env_list(container.get("env"))
     engine_image = ctx.containers.image(image_uri) if ctx.containers and image_uri else None
+    if package and ctx.containers is not None:
+        packaged = _package_container(pool, package, ctx, note)
+        if packaged is not None:
+            return packaged
+    elif engine_image is None and ctx.containers is not None and image_uri:
+        if prebuilt_image(image_uri) is not None and not command:
+            raise LaunchError(
+                f"workerPoolSpecs[{pool}].containerSpec.command: empty with the prebuilt "
+                f"training image {image_uri!r}; accepted: the command to run in it (or a "
+                "pythonPackageSpec with it as executorImageUri)"
+            )
+        engine_image = _stand_in_container(pool, image_uri, ctx, note)
     if engine_image is not None:
         said = ctx.unpushed(image_uri) if ctx.unpushed is not None else ""
         if said:
@@ -194,6 +209,67 @@ def _clean_python() -> str:
         f"this machine's clean Python {sys.version.split()[0]} ({replica_python.interpreter()}: "
         f"its standard library{', ' + wheels if wheels else ''}; none of the emulator's "
         "packages)"
+    )
+
+
+def _stand_in_container(
+    pool: int, image_uri: str, ctx: JobContext, note: Callable[[str], None]
+) -> EngineImage | None:
+    """The engine's image of Vertex prebuilt image ``image_uri``: its container stand-in
+    (:mod:`.prebuilt_bases`), built now the first time (about a minute, said in the job
+    log); None for an image without a recipe."""
+    recipe = prebuilt_bases.recipe(image_uri)
+    if recipe is None or ctx.containers is None:
+        return None
+    made = io.StringIO()
+    try:
+        prebuilt_bases.ensure(ctx.containers.client, recipe, made)
+    except (OSError, ValueError) as err:
+        raise LaunchError(
+            f"workerPoolSpecs[{pool}]: the container stand-in of {image_uri} could not be built "
+            f"on {ctx.containers.describe}: {err}"
+        ) from err
+    if made.getvalue():
+        note(f"workerpool{pool}: {image_uri}: its container stand-in was built here (once)")
+    return ctx.containers.image(image_uri)
+
+
+def _package_container(
+    pool: int, package: dict[str, Any], ctx: JobContext, note: Callable[[str], None]
+) -> Program | None:
+    """A ``pythonPackageSpec`` as Vertex runs it, in containers of its executor image (the
+    engine's, or the container stand-in of a prebuilt one): each replica ``pip install``s the
+    package URIs (``gs://`` read at ``/gcs``), then runs ``python -m MODULE ARGS``
+    (``PythonPackageSpec``, custom_job.proto). None where the engine has no such image."""
+    executor = package.get("executorImageUri", "")
+    found = ctx.containers.image(executor) if ctx.containers and executor else None
+    if found is None and executor:
+        found = _stand_in_container(pool, executor, ctx, note)
+    if found is None:
+        return None
+    uris = []
+    for uri in package.get("packageUris", []):
+        if not str(uri).startswith("gs://"):
+            raise LaunchError(
+                f"workerPoolSpecs[{pool}].pythonPackageSpec.packageUris: {uri!r}; accepted: "
+                "gs:// URIs of the packages (Cloud Storage, read at /gcs in the container)"
+            )
+        uris.append(shlex.quote(VERTEX_MOUNT + "/" + str(uri)[len("gs://") :]))
+    module = str(package.get("pythonModule", ""))
+    install = (
+        f"python3 -m pip install --quiet --no-warn-script-location {' '.join(uris)} && "
+        if uris
+        else ""
+    )
+    script = f'set -e; {install}exec python3 -m {shlex.quote(module)} "$@"'
+    entrypoint = ["sh", "-c", script, "sh"]
+    args = [str(a) for a in package.get("args", [])]
+    return Program(
+        entrypoint + args,
+        found.env,
+        _env_list(package.get("env")),
+        python=f"containers of {executor} ({found.digest}), the package installed at each start",
+        container=ContainerRun(found, entrypoint, args),
     )
 
 
