@@ -832,6 +832,61 @@ def test_a_local_build_whose_base_the_engine_cannot_have_goes_to_the_image_store
     assert stored is not None and stored.env.get("STAGE") == "x"
 
 
+@pytest.mark.timeout(600)
+def test_a_local_runs_task_is_a_container_of_its_components_base_image(
+    engine: ContainerEngine, python_base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as on Vertex AI Pipelines, where each task is a container of its component's image: a
+    # lightweight component on python:3.11-slim runs in a container of it (its kfp bootstrap,
+    # pip install kfp, inside), its artifact written at /gcs; the task's log says so; no
+    # container is left
+    from fixtures.pipelines import compile_fixture
+
+    from trainpool.emulated.pipeline_run import run_local
+
+    monkeypatch.delenv("VERTEX_AI_EMULATOR_HOST", raising=False)
+    pipeline = compile_fixture("in_containers", tmp_path)
+    result = run_local(pipeline, {"greeting": "hi"}, tmp_path / "root")
+    assert result.state == "SUCCEEDED", result.error
+    assert result.outputs["Output"] == "container=True python=3.11 gcs=True"
+    transcript = result.transcript.read_text()
+    assert "a container of python:3.11-slim" in transcript
+    assert ours(engine, tmp_path / "root") == []
+
+
+@pytest.mark.timeout(600)
+def test_a_pipeline_jobs_task_is_a_container_of_its_components_base_image(
+    engine: ContainerEngine, python_base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the same through Vertex AI Pipelines' door: aiplatform.PipelineJob as users submit it
+    from fixtures.pipelines import compile_fixture
+    from google.cloud import aiplatform
+    from google.cloud.aiplatform import initializer, pipeline_jobs
+
+    from trainpool.testing import emulated_vertex
+
+    for setting in ("_api_transport", "_api_endpoint", "_credentials", "_project"):
+        monkeypatch.setattr(initializer.global_config, setting, None)
+    monkeypatch.setattr(pipeline_jobs, "_JOB_WAIT_TIME", 0.2)  # the SDK polls from 5 s
+    monkeypatch.setattr(pipeline_jobs, "_WAIT_TIME_MULTIPLIER", 1)
+    with emulated_vertex(tmp_path / "root", "demo") as emu:
+        job = aiplatform.PipelineJob(
+            display_name="in-containers",
+            template_path=str(compile_fixture("in_containers", tmp_path)),
+            pipeline_root="gs://demo-root/runs",
+            parameter_values={"greeting": "hi"},
+            enable_caching=False,
+            project="demo",
+            location="us-central1",
+        )
+        job.submit()
+        job.wait()
+        (task,) = [t for t in job.task_details if t.task_name == "where-am-i"]
+        said = task.execution.metadata["output:Output"]
+        assert said == "container=True python=3.11 gcs=True"
+        assert ours(engine, emu.root) == []
+
+
 HYPERTUNE_DOCKERFILE = """\
 FROM python:3.11-slim
 RUN echo {run} && pip install cloudml-hypertune

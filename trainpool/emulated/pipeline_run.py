@@ -3,9 +3,9 @@ a live display and a summary of its jobs.
 
 The run itself is :class:`trainpool.kfp_local.execute.PipelineExecution` (kfp.local,
 placeholders, uploaded
-sources, the tasks' environment), each task in a sandbox of its own as the emulator's
-PipelineJobs run theirs
-(:class:`trainpool.emulator.pipeline_jobs.task_sandboxes.TaskSandboxes`). Around
+sources, the tasks' environment), each task a container of its image where a container
+engine answers, else in a sandbox of its own, as the emulator's PipelineJobs run theirs
+(:func:`trainpool.emulator.pipeline_jobs.task_containers.launcher`). Around
 it: the emulator
 (:func:`trainpool.emulated.emulators.emulator_for`: the one ``VERTEX_AI_EMULATOR_HOST``
 names, whose store the run then uses, else the one serving the root, else one started in
@@ -31,7 +31,7 @@ from trainpool.emulated.emulators import emulator_for, store_for
 from trainpool.emulated.jobwatch import JobView, JobWatch
 from trainpool.emulated.progress import Frame
 from trainpool.emulator.api.resource_manager import PROJECT_NUMBER
-from trainpool.emulator.pipeline_jobs.task_sandboxes import TaskSandboxes
+from trainpool.emulator.pipeline_jobs.task_containers import launcher
 from trainpool.home import Home
 from trainpool.kfp_local.execute import Execution, PipelineExecution
 from trainpool.kfp_local.tasklog import TaskLog
@@ -102,7 +102,7 @@ def run_local(
             yield
 
     with emulator_for(chosen):
-        done = run.execute(TaskSandboxes(home), around, on_cancel=watch.cancel_unfinished)
+        done = run.execute(launcher(home), around, on_cancel=watch.cancel_unfinished)
     if console is not None and not console.is_terminal:
         console.line()
     return RunResult(**done.__dict__, jobs=watch.snapshot(), root=home.root)

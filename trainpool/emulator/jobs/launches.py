@@ -286,7 +286,7 @@ def _container_launch(
         (str(ctx.home.root.resolve()), str(ctx.home.root.resolve()), True),
         (str(ctx.files.dir.resolve()), str(ctx.files.dir.resolve()), False),
     ]
-    binds += [(p, p, True) for p in _outside(given, [b[0] for b in binds])]
+    binds += [(p, p, True) for p in outside_paths(given, [b[0] for b in binds])]
     labels = {"org.trainpool.job": ctx.job_id, "org.trainpool.replica": name}
     if ctx.trial_id:
         labels["org.trainpool.trial"] = str(ctx.trial_id)
@@ -332,7 +332,7 @@ def _machine_memory(spec: dict[str, Any], pool: int) -> int | None:
         return None
 
 
-def _outside(env: dict[str, str], bound: list[str]) -> list[str]:
+def outside_paths(env: dict[str, str], bound: list[str]) -> list[str]:
     """The existing paths of this machine that ``env``'s values name (as a path or a
     ``PATH``-like list) outside every folder of ``bound``: bound at their own paths too."""
     found: dict[str, None] = {}

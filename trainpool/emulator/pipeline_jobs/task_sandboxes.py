@@ -150,9 +150,9 @@ class TaskSandboxes:
 
     # starts
     def _cold(self, task: TaskStart, say: Callable[[str], None]) -> int:
-        folder = self._new_folder()
+        folder = self.new_folder()
         python = self._python(task, say)
-        self._name_folder(folder, task)
+        self.name_folder(folder, task)
         offset = write_notes(folder / LOG, task, say, python.what)
         lines: list[str] = []
 
@@ -194,21 +194,21 @@ class TaskSandboxes:
             self._pythons[key] = task_python.for_image(self.home, task.image, task.kind, say)
         return self._pythons[key]
 
-    def _new_folder(self) -> Path:
+    def new_folder(self) -> Path:
         with self._lock:
             self._sandboxes += 1
             folder = self.run_dir / "tasks" / f".sandbox-{self._sandboxes}"
         folder.mkdir(parents=True)
         return folder
 
-    def _name_folder(self, folder: Path, task: TaskStart) -> None:
+    def name_folder(self, folder: Path, task: TaskStart) -> None:
         """``<run>/tasks/<task>_<id>`` names the sandbox of the task's latest start."""
         link = self.run_dir / "tasks" / f"{task.name}_{task.task_id}"
         link.unlink(missing_ok=True)
         link.symlink_to(folder.name)
 
     def _name(self, sandbox: Sandbox, task: TaskStart) -> None:
-        self._name_folder(sandbox.folder, task)
+        self.name_folder(sandbox.folder, task)
 
     def _sandbox(
         self,
@@ -250,7 +250,7 @@ class TaskSandboxes:
             if self._waiting is not None or self._warm_left <= 0 or self._stopped:
                 return
             self._warm_left -= 1
-        folder = self._new_folder()
+        folder = self.new_folder()
         task = TaskStart("", 0, self._warm_image, [], {}, "launcher")
         python = self._python(task, lambda line: None)
         env = self.environ(self._warm_image)
