@@ -273,10 +273,12 @@ class RunningSweep:
         reason = outcome.message
         records, unreadable = read_records(metric_file)
         started = self.started.pop(trial_id)
-        reported = records[-1].global_step if records else 0
         early = False
         if self.early:
             records, early = self.early.end(trial_id, outcome.state, records, started)
+        # the last step kept: a report the trial wrote between its stop and its end is not one
+        # of its measurements (early.end keeps those up to the stop), so the log does not name it
+        reported = records[-1].global_step if records else 0
         if outcome.state == "SUCCEEDED" or early:
             result = measurement(records, self.metric_id, self.goal, self.selection)
             if unreadable:
