@@ -51,6 +51,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float)
 parser.add_argument("--step_s", type=float, default=0.2)
 parser.add_argument("--steps", type=int, default=20)
+parser.add_argument("--diverged_step_s", type=float)  # a diverged trial's steps, if slower
 args = parser.parse_args()
 def stop(signum, frame):
     print("SIGTERM: saving a checkpoint", flush=True)
@@ -60,8 +61,8 @@ signal.signal(signal.SIGTERM, stop)
 tuner = hypertune.HyperTune()
 quality = 0.9 + 10 * args.lr
 for step in range(1, args.steps + 1):
-    time.sleep(args.step_s)
     diverged = args.lr > 0.0065 and step >= 3
+    time.sleep((args.diverged_step_s or args.step_s) if diverged else args.step_s)
     accuracy = 0.05 if diverged else quality * step / 20
     tuner.report_hyperparameter_tuning_metric("accuracy", accuracy, global_step=step)
 """
@@ -219,7 +220,9 @@ def test_a_convex_stop_adds_its_predicted_measurement_at_max_step_count(
         0.003,
         0.012,
     ]
-    args = ["--steps=12", "--step_s=0.05"]
+    # the diverged steps are slow, so the stop lands before the trial could end by itself
+    # (the fresh-clone CI once saw all 12 steps of 0.05 s reported before the stop came)
+    args = ["--steps=12", "--step_s=0.05", "--diverged_step_s=0.5"]
     job["trial_job_spec"]["worker_pool_specs"][0]["container_spec"]["args"] = args
     created = client.create_hyperparameter_tuning_job(parent=PARENT, hyperparameter_tuning_job=job)
     done = wait_job(client.get_hyperparameter_tuning_job, created.name, 45)
