@@ -529,7 +529,7 @@ def test_gcloud_custom_jobs_create_local_package_path_builds_pushes_and_runs_the
 @pytest.mark.skipif(shutil.which("docker") is None, reason="no docker command to push with")
 @pytest.mark.timeout(300)
 def test_a_push_artifact_registry_refuses_is_refused_and_an_unpushed_image_is_said(
-    emu: emulator.Emulator, engine: ContainerEngine, root_image: str
+    emu: emulator.Emulator, engine: ContainerEngine, root_image: str, python_base: str
 ) -> None:
     # Artifact Registry refuses a push to a repository never created ('name unknown:
     # Repository "R" not found'); docker refuses to push what the engine does not have. A job
@@ -548,6 +548,16 @@ def test_a_push_artifact_registry_refuses_is_refused_and_an_unpushed_image_is_sa
     ok(shell(emu, ["docker", "push", "gcr.io/demo/report"]))
     repositories = ok(gcloud(emu, "artifacts", "repositories", "list", "--location=us"))
     assert "gcr.io" in repositories
+    # docker pull answers what was pushed, as a pull from the registry does, not what the
+    # engine holds under the name: never pushed is "manifest unknown"; a tag moved in the
+    # engine since the push is moved back ("Downloaded newer image")
+    unpulled = shell(emu, ["docker", "pull", unmade])
+    assert unpulled.returncode == 1 and "manifest unknown" in unpulled.stderr
+    assert "Image is up to date" in ok(shell(emu, ["docker", "pull", "gcr.io/demo/report"]))
+    engine.client.images.get(python_base).tag("gcr.io/demo/report", "latest")
+    assert "Downloaded newer image" in ok(shell(emu, ["docker", "pull", "gcr.io/demo/report"]))
+    pushed_id = engine.client.images.get(root_image).id
+    assert engine.client.images.get("gcr.io/demo/report:latest").id == pushed_id
     # gcloud auth configure-docker, as notebooks run it first: docker's config names gcloud
     ok(gcloud(emu, "auth", "configure-docker", "us-central1-docker.pkg.dev"))
     home = Path(exec_env(emu)["HOME"])

@@ -14,11 +14,13 @@ Skipped, saying why, where no engine answers or the package index cannot be reac
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fixtures.jobs import wait_job
+from fixtures.samples import SAMPLES, boston_like, put
 from fixtures.shell import gcloud, needs_gcloud, ok
 from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -166,12 +168,15 @@ print("PACKAGE TF", tf.__version__, "PY", sys.version_info[:2], "ARGS", sys.argv
 """
 
 
-def sdist(folder: Path) -> Path:
-    """``python setup.py sdist`` of a package ``trainer`` with :data:`PACKAGE_TASK`, as
-    Google's samples make the package a pythonPackageSpec names."""
-    (folder / "trainer").mkdir(parents=True)
-    (folder / "trainer" / "__init__.py").write_text("")
-    (folder / "trainer" / "task.py").write_text(PACKAGE_TASK)
+def sdist(folder: Path, trainer: Path | None = None) -> Path:
+    """``python setup.py sdist`` of a package ``trainer`` (:data:`PACKAGE_TASK`, or a copy of
+    the folder ``trainer``), as Google's samples make the package a pythonPackageSpec names."""
+    if trainer is None:
+        (folder / "trainer").mkdir(parents=True)
+        (folder / "trainer" / "__init__.py").write_text("")
+        (folder / "trainer" / "task.py").write_text(PACKAGE_TASK)
+    else:
+        shutil.copytree(trainer, folder / "trainer", ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "setup.py").write_text(
         "from setuptools import find_packages, setup\n"
         "setup(name='trainer', version='0.1', packages=find_packages())\n"
@@ -241,3 +246,58 @@ def test_jobs_naming_tf_cpu_2_8_run_in_its_container_stand_in_as_vertex_runs_the
         assert f"is built on the stand-in of {TF_CPU}" in log  # said, never silent
     assert "TF 2.8.4 (3, 9)" in printed["container"]
     assert "PACKAGE TF 2.8.4 PY (3, 9) ARGS ['--epochs=1']" in printed["package"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_googles_multiworker_sample_trains_across_three_containers_of_tf_cpu_2_8(
+    emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
+) -> None:
+    # Google's distributed-training sample (fixtures/google_samples/tf_mwms) as a chief and 2
+    # workers, each a container of tf-cpu.2-8's stand-in (made by the test above, else here),
+    # forming one MultiWorkerMirroredStrategy cluster from the TF_CONFIG Vertex gives each
+    # replica ("Distributed training": TF_CONFIG's cluster and task), over the engine's
+    # network. Its package as the notebook makes it, less its install_requires: they pin
+    # tensorflow==2.8.0, which pip would download into each container of a stand-in that
+    # holds tensorflow-cpu 2.8.4
+    package = sdist(tmp_path / "package", SAMPLES / "tf_mwms" / "trainer")
+    put(emu.root, "gs://sample-bucket/packages/trainer-0.1.tar.gz", package.read_bytes())
+    put(emu.root, "gs://sample-bucket/data/boston_housing.npz", boston_like())
+    args = ["--epochs=2", "--batch_size=16", "--distribute=multiworker", "--param-file=param.txt"]
+    spec = {
+        "worker_pool_specs": [
+            {
+                "replica_count": count,
+                "machine_spec": {"machine_type": "n1-standard-4"},
+                "python_package_spec": {
+                    "executor_image_uri": TF_CPU,
+                    "package_uris": ["gs://sample-bucket/packages/trainer-0.1.tar.gz"],
+                    "python_module": "trainer.task",
+                    "args": args,
+                },
+            }
+            for count in (1, 2)
+        ],
+        "base_output_directory": {"output_uri_prefix": "gs://sample-bucket/boston"},
+    }
+    client = job_client("us-central1")
+    made = client.create_custom_job(
+        parent=PARENT, custom_job={"display_name": "boston", "job_spec": spec}
+    )
+    folder = emu.root / "jobs" / made.name.rsplit("/", 1)[1]
+    done = wait_job(client.get_custom_job, made.name, 800, logs=folder)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    chief = (folder / "workerpool0-0.log").read_text()
+    assert "num_replicas_in_sync = 3" in chief, chief[-3000:]
+    assert "chief saved the model to /gcs/sample-bucket/boston/model/" in chief
+    for index in (0, 1):
+        worker = (folder / f"workerpool1-{index}.log").read_text()
+        assert "num_replicas_in_sync = 3" in worker, worker[-3000:]
+        assert f"worker {index} saved to /gcs/sample-bucket/boston/model/workertemp_{index}" in (
+            worker
+        )
+    model = emu.root / "gcs" / "sample-bucket" / "boston" / "model"
+    assert (model / "saved_model.pb").is_file()
+    assert (model / "workertemp_1" / "saved_model.pb").is_file()
+    log = (folder / "job.log").read_text()
+    assert f"each replica is a container of {TF_CPU}" in log

@@ -15,18 +15,17 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.samples import SAMPLES, boston_like, pack, put
 from google.cloud import aiplatform
 from google.cloud.aiplatform import hyperparameter_tuning as hpt
 from google.cloud.aiplatform import jobs, training_jobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-SAMPLES = Path(__file__).resolve().parent / "fixtures" / "google_samples"
 BUCKET = "gs://sample-bucket"
 XGBOOST_IMAGE = "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-1:latest"
 
@@ -37,13 +36,6 @@ def emu(sdk_emulator: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(jobs, "_JOB_WAIT_TIME", 0.5)
     monkeypatch.setattr(training_jobs, "_JOB_WAIT_TIME", 0.5)
     return sdk_emulator
-
-
-def put(root: Path, uri: str, data: bytes) -> None:
-    """Stage an object in the local store, as `gcloud storage cp` would have uploaded it."""
-    path = root / "gcs" / uri.removeprefix("gs://")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
 
 
 def iris_like(rows: int = 40) -> tuple[bytes, bytes]:
@@ -59,14 +51,6 @@ def iris_like(rows: int = 40) -> tuple[bytes, bytes]:
         features.writerow([5 + kind + wobble, 3 + wobble, 1 + 2 * kind + wobble, kind + wobble])
         targets.writerow([kind])
     return data.getvalue().encode(), labels.getvalue().encode()
-
-
-def pack(folder: Path, top: str) -> bytes:
-    """``tar czf`` of ``folder`` under ``top/``, as the notebook packs its package."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        tar.add(folder, arcname=top, filter=lambda t: None if "__pycache__" in t.name else t)
-    return out.getvalue()
 
 
 def test_xgboost_hpt_sample_on_its_prebuilt_image_tunes_six_trials(emu: Any) -> None:
@@ -211,17 +195,6 @@ def test_pytorch_ddp_gloo_custom_container_runs_on_four_replicas(emu: Any) -> No
         p.name for p in (root / "images" / built.rsplit(":", 1)[1] / "context").iterdir()
     )
     assert stored == ["Dockerfile", "requirements.txt", "task.py"]
-
-
-def boston_like(rows: int = 64) -> bytes:
-    import numpy as np
-
-    rng = np.random.default_rng(113)
-    x = rng.uniform(0, 10, size=(rows, 13))
-    y = x @ rng.uniform(0, 1, size=13) + 5
-    out = io.BytesIO()
-    np.savez(out, x=x, y=y)
-    return out.getvalue()
 
 
 TF_IMAGE = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest"
