@@ -1,7 +1,7 @@
 """The client of the emulator's ``Local.Push`` (a ``docker push`` recorded in its Artifact
-Registry), ``Local.Bases`` (a ``docker build``'s bases made available to its engine) and
-``Local.Engine`` (its container engine, which the ``build_image`` component's local path
-builds on: :func:`engine_call`).
+Registry), ``Local.Pull`` (what a push recorded), ``Local.Bases`` (a ``docker build``'s
+bases made available to its engine) and ``Local.Engine`` (its container engine, which the
+``build_image`` component's local path builds on: :func:`engine_call`).
 
 ``docker push`` under ``trainpool exec`` (:mod:`trainpool.redirect.docker`) calls
 :func:`record_push`; the server is :mod:`trainpool.emulator.api.local_service`, which
@@ -17,6 +17,8 @@ PUSH_METHOD = "/trainpool.emulator.v1.Local/Push"
 """The emulator's own RPC that records a ``docker push`` to its Artifact Registry (JSON)."""
 ENGINE_METHOD = "/trainpool.emulator.v1.Local/Engine"
 """The emulator's own RPC that describes, asks and builds on its container engine (JSON)."""
+PULL_METHOD = "/trainpool.emulator.v1.Local/Pull"
+"""The emulator's own RPC that answers which engine image a ``docker push`` recorded (JSON)."""
 BASES_METHOD = "/trainpool.emulator.v1.Local/Bases"
 """The emulator's own RPC that gives its engine a Dockerfile's bases (JSON)."""
 
@@ -40,6 +42,22 @@ def record_push(
         answer: bytes = call(json.dumps(asked).encode(), timeout=timeout_s)
     found: dict[str, object] = json.loads(answer)
     return found
+
+
+def pushed_image(address: str, image: str, timeout_s: float = 30.0) -> str | None:
+    """The engine image id that a ``docker push`` recorded as ``image`` in the Artifact
+    Registry of the emulator at ``address``; None when it was never pushed there."""
+    import grpc
+
+    with grpc.insecure_channel(address) as channel:
+        call = channel.unary_unary(PULL_METHOD)
+        try:
+            answer: bytes = call(json.dumps({"image": image}).encode(), timeout=timeout_s)
+        except grpc.RpcError as err:
+            if err.code() == grpc.StatusCode.NOT_FOUND:
+                return None
+            raise
+    return str(json.loads(answer)["id"])
 
 
 def ensure_bases(

@@ -17,8 +17,10 @@ registries, and runs the real ``docker`` for everything else, ``build`` and ``ta
   Artifact Registry does when the repository was never created ('name unknown: Repository
   "REPO" not found'). The engine keeps the image: it is this machine's registry, and a job
   naming the image runs it from there. Printed as docker prints a push.
-- ``docker pull NAME``: answered from the engine ("Image is up to date") when it has the
-  image, else docker's "manifest unknown".
+- ``docker pull NAME``: what a push recorded as ``NAME`` in the emulator's Artifact Registry
+  ("Image is up to date", or the tag put back on the pushed image if it moved in the engine
+  since), else docker's "manifest unknown", whatever the engine holds under that name: a
+  pull from Artifact Registry finds only what was pushed.
 - ``docker build``: before the real ``docker`` builds, the emulator makes the Dockerfile's
   bases available to the engine (:func:`trainpool.emulator_client.registry.ensure_bases`):
   where a base cannot be pulled (no route to Docker Hub, as on a sealed network) and has an
@@ -247,26 +249,45 @@ def push(engine: list[str], image: str, options: set[str]) -> int:
 
 
 def pull(engine: list[str], image: str, options: set[str]) -> int:
-    """``docker pull image``, answered from the engine."""
+    """``docker pull image`` from the emulator's Artifact Registry: the image a push recorded
+    there (:func:`trainpool.emulator_client.registry.pushed_image`), which the engine keeps,
+    tagged ``image`` again if the tag has since moved in the engine; docker's "manifest
+    unknown" when nothing was pushed as ``image``, as a pull from Artifact Registry says,
+    whatever the engine happens to hold under that name."""
+    from trainpool.emulator_client.registry import pushed_image
+
     repository, tag = _repository_and_tag(image)
     ref = image if "@" in image or tag else f"{image}:latest"
-    found = _inspect(engine, ref)
-    if found is None:
-        wanted = tag or ("latest" if "@" not in image else image.split("@", 1)[1])
+    wanted = tag or ("latest" if "@" not in image else image.split("@", 1)[1])
+    recorded = pushed_image(os.environ[EMULATOR_ENV], ref)
+    if recorded is None:
         print(
             f"Error response from daemon: manifest for {ref} not found: manifest unknown: "
-            f'Failed to fetch "{wanted}" (trainpool exec: pushed images are kept in the local '
-            "container engine, which does not have this one)",
+            f'Failed to fetch "{wanted}" (trainpool exec: the emulator\'s Artifact Registry '
+            "has no such image; push it first, under trainpool exec)",
             file=sys.stderr,
         )
         return 1
+    found = _inspect(engine, recorded)
+    if found is None:
+        print(
+            f"Error response from daemon: {ref}: the emulator's Artifact Registry has it "
+            f"({recorded}), but the local container engine, which keeps pushed images, no longer "
+            "does (removed since the push): push it again, under trainpool exec",
+            file=sys.stderr,
+        )
+        return 1
+    current = _inspect(engine, ref) if "@" not in ref else found
+    status = "Image is up to date"
+    if current is None or current["Id"] != recorded:
+        subprocess.run([*engine, "tag", recorded, ref], check=True, capture_output=True)
+        status = "Downloaded newer image"
     if options & {"-q", "--quiet"}:
         print(ref)
         return 0
-    digest = str(found["Id"])
-    print(f"{tag or 'latest'}: Pulling from {repository.split('/', 1)[1]}")
-    print(f"Digest: {digest}")
-    print(f"Status: Image is up to date for {ref}")
+    print(f"{wanted}: Pulling from {repository.split('/', 1)[1]}")
+    print(f"Digest: {recorded}")
+    print(f"Status: {status} for {ref}")
     print(ref)
     return 0
 

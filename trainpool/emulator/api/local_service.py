@@ -14,6 +14,13 @@ the container engine's image ``id`` was pushed as ``image`` to Artifact Registry
 :func:`trainpool.emulator_client.registry.record_push`). A push Artifact Registry refuses answers
 FAILED_PRECONDITION with its words.
 
+``Pull({"image"}) -> {"id"}`` (JSON): the engine image id a ``docker push`` recorded for
+``image`` (by tag, no tag ``latest``, or by digest) in the emulator's Artifact Registry
+(:func:`trainpool.emulator.records.repositories.pushed`); NOT_FOUND, in the registry's words,
+when it was never pushed: what ``docker pull`` under ``trainpool exec`` asks, so a pull
+answers what a pull from Artifact Registry answers, never just what the engine happens to
+have (client :func:`trainpool.emulator_client.registry.pushed_image`).
+
 ``Bases({"dockerfile", "build_args"}) -> {"said"}`` (JSON): make the bases a Dockerfile
 starts ``FROM`` available to the container engine before a ``docker build`` under
 ``trainpool exec`` (:func:`trainpool.emulator.builds.engine_builds.ensure_base`: the engine
@@ -51,14 +58,20 @@ from trainpool.emulator.builds.engine_builds import (
     ensure_base,
 )
 from trainpool.emulator.jobs.manager import JobManager
-from trainpool.emulator.records.repositories import PushRefused, record_push
+from trainpool.emulator.records.repositories import PushRefused, pushed, record_push
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator_client import DESCRIBE_METHOD
-from trainpool.emulator_client.registry import BASES_METHOD, ENGINE_METHOD, PUSH_METHOD
+from trainpool.emulator_client.registry import (
+    BASES_METHOD,
+    ENGINE_METHOD,
+    PULL_METHOD,
+    PUSH_METHOD,
+)
 from trainpool.images import image_config
 
 SERVICE, METHOD = DESCRIBE_METHOD.strip("/").split("/")
 PUSH = PUSH_METHOD.rsplit("/", 1)[1]
+PULL = PULL_METHOD.rsplit("/", 1)[1]
 BASES = BASES_METHOD.rsplit("/", 1)[1]
 ENGINE = ENGINE_METHOD.rsplit("/", 1)[1]
 
@@ -90,6 +103,22 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
         except PushRefused as err:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
         return artifact.DockerImage.to_json(record).encode()
+
+    def pull(request: bytes, context: Any) -> bytes:
+        try:
+            image = str(json.loads(request)["image"])
+        except (ValueError, KeyError, TypeError) as err:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"Pull: {err}; accepted: JSON with image"
+            )
+        record = pushed(state, image)
+        if record is None:
+            context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"manifest for {image} not found: manifest unknown: the emulator's Artifact "
+                "Registry has no such image (push it first: docker push, under trainpool exec)",
+            )
+        return json.dumps({"id": record.name.rsplit("@", 1)[1]}).encode()
 
     def bases(request: bytes, context: Any) -> bytes:
         try:
@@ -170,6 +199,7 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
         {
             METHOD: grpc.unary_unary_rpc_method_handler(describe),
             PUSH: grpc.unary_unary_rpc_method_handler(push),
+            PULL: grpc.unary_unary_rpc_method_handler(pull),
             BASES: grpc.unary_unary_rpc_method_handler(bases),
             ENGINE: grpc.unary_unary_rpc_method_handler(engine),
         },
