@@ -11,9 +11,11 @@ replicas get SIGTERM first. Skipped, saying why, where no engine answers.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
+import tarfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -1000,6 +1002,70 @@ def test_an_engine_that_goes_away_mid_job_fails_the_job_naming_it(
         second.close()
     assert not os.path.exists(second.dir)
     assert set(os.listdir("/sys/class/net")) == interfaces  # its bridge gone, no other
+
+
+FILL_ITS_DISK = "dd if=/dev/zero of=/filler bs=1M count=2000"
+"""Writes more than the test's engine disk holds, into the container's own files."""
+
+
+@pytest.mark.timeout(300)
+def test_a_full_engine_disk_fails_runs_and_builds_resource_exhausted_naming_it(
+    root: Path, engine: ContainerEngine, python_base: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a dockerd of the test's own whose data is a 1200 MiB tmpfs (room for the stand-in and a
+    # container's copy of it, vfs): a replica that writes into its own files until the disk is
+    # full fails the job RESOURCE_EXHAUSTED (not as the exit 1 of user code it ends with),
+    # naming the engine's disk; so does a replica that cannot start for want of room, and a
+    # build whose RUN step fills it, from Local.Engine (the build_image component's path)
+    import grpc
+
+    from trainpool.emulator_client.registry import engine_call
+
+    second = SecondEngine(data_size="1200m")
+    try:
+        client = second.start()
+        client.images.load(engine.client.api.get_image(python_base))  # by name: tagged
+        monkeypatch.setenv("DOCKER_HOST", second.url)
+        disk = f"the container engine's data {second.dir}/data ("
+        with emulator.start(root) as emu:
+            monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+            jobs = job_client("us-central1")
+            fill = FILL_ITS_DISK.split()
+            done = wait(jobs, root, create(jobs, [pool(1, python_base, command=fill)]), 180)
+            assert done.state == JobState.JOB_STATE_FAILED
+            assert done.error.code == 8, done.error.message  # RESOURCE_EXHAUSTED
+            said = done.error.message
+            assert said.startswith(f"No space left on the disk of {disk}"), said
+            assert f"at {second.url}): " in said  # the engine, named
+            assert "workerpool0-0 exited with a non-zero status of 1" in said
+            assert "with its container engine's disk full" in said
+            assert not ours(ContainerEngine(client, second.url), root)  # the room is back
+            filler = Path(second.dir, "data", "filler")
+            with open(filler, "wb") as out:  # the disk filled by someone else
+                try:
+                    while True:
+                        out.write(b"x" * (1 << 20))
+                        out.flush()
+                except OSError:
+                    pass
+            late = wait(jobs, root, create(jobs, [pool(1, python_base, args=["exit", "0"])]), 60)
+            assert late.state == JobState.JOB_STATE_FAILED
+            assert late.error.code == 8, late.error.message
+            assert f"No space left on the disk of {disk}" in late.error.message
+            filler.unlink()
+            context = root.parent / "context.tar.gz"
+            with tarfile.open(context, "w:gz") as tar:
+                text = f"FROM {python_base}\nRUN {FILL_ITS_DISK}\n".encode()
+                info = tarfile.TarInfo("Dockerfile")
+                info.size = len(text)
+                tar.addfile(info, io.BytesIO(text))
+            with pytest.raises(grpc.RpcError) as refused:
+                engine_call(emu.address, "build", 240, context=str(context), image="local/full:1")
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert f"No space left on the disk of {disk}" in refused.value.details()
+            assert f"Step 2/2 : RUN {FILL_ITS_DISK} failed" in refused.value.details()
+    finally:
+        second.close()
 
 
 @pytest.mark.timeout(300)

@@ -37,7 +37,8 @@ engine lacks it); ``tag`` ``{"image", "name"}``; ``build`` ``{"context", "image"
 machine) -> ``{"id", "log"}``, built as Cloud Build builds on the engine
 (:func:`trainpool.emulator.builds.engine_builds.build`: every step run, bases pulled or
 stood in) and tagged ``image``; a base that cannot be had answers FAILED_PRECONDITION, a
-failed step ABORTED, each with the build's words. Not Vertex APIs.
+failed step ABORTED, a step that found the engine's disk full RESOURCE_EXHAUSTED naming it,
+each with the build's words. Not Vertex APIs.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from google.cloud.artifactregistry_v1.types import artifact
 
 from trainpool.emulator.builds.engine_builds import (
     BaseUnavailable,
+    BuildDiskFull,
     BuildFailed,
     build,
     ensure_base,
@@ -118,6 +120,7 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
                 f"manifest for {image} not found: manifest unknown: the emulator's Artifact "
                 "Registry has no such image (push it first: docker push, under trainpool exec)",
             )
+            return b""  # not reached: abort raises
         return json.dumps({"id": record.name.rsplit("@", 1)[1]}).encode()
 
     def bases(request: bytes, context: Any) -> bytes:
@@ -186,6 +189,8 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"Engine {op}: {err} is missing")
         except BaseUnavailable as err:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
+        except BuildDiskFull as err:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
         except BuildFailed as err:
             context.abort(grpc.StatusCode.ABORTED, str(err))
         context.abort(

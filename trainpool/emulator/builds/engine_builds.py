@@ -4,10 +4,13 @@ Where a container engine answers (:mod:`trainpool.emulator.jobs.containers`), a 
 source is built with it as ``gcloud builds submit`` builds it on Cloud Build: the engine's
 builder runs every instruction, RUN steps included, and each line of its output goes to
 the build's log (``Step 3/7 : RUN ...`` and what the step printed). A step that fails
-fails the build, naming the step and ending with its output. The image is tagged with
-the build's ``images`` only when the build ends SUCCESS (:mod:`.build_runs`), so a build
-cancelled meanwhile pushes nothing; a CustomJob naming one of those names then runs as
-containers of it.
+fails the build, naming the step and ending with its output; one that fails for want of room
+on the engine's disk (its output says "No space left on device", or the disk is seen full)
+fails it naming that disk first (:class:`BuildDiskFull`: RESOURCE_EXHAUSTED from
+``Local.Engine``; Cloud Build, which has no such status, ends it FAILURE with that detail).
+The image is tagged with the build's ``images`` only when the build ends SUCCESS
+(:mod:`.build_runs`), so a build cancelled meanwhile pushes nothing; a CustomJob naming one
+of those names then runs as containers of it.
 
 A base the engine lacks is pulled, as on a user's machine. Where it cannot be pulled (no
 route to Docker Hub or Google's registries, as here) and it is one of the bases with an
@@ -34,7 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainpool.emulator.jobs import debian_bases, prebuilt_bases
-from trainpool.emulator.jobs.containers import ContainerEngine
+from trainpool.emulator.jobs.containers import NO_SPACE, ContainerEngine, EngineDiskFull
 from trainpool.images import image_config
 
 
@@ -44,6 +47,11 @@ class BuildFailed(Exception):
 
 class BaseUnavailable(BuildFailed):
     """A base image the engine does not have, cannot pull, and has no stand-in for."""
+
+
+class BuildDiskFull(BuildFailed):
+    """A step failed for want of room on the engine's disk: the message names the disk, then
+    the step and its output (RESOURCE_EXHAUSTED where an API answers with a code)."""
 
 
 def dockerfile_of(data: bytes, name: str = "Dockerfile") -> str:
@@ -188,9 +196,20 @@ def build(
             error = str(chunk["error"]).strip()
             log.write(f"ERROR: {error}\n")
             shown = "\n".join(output[-20:])
-            raise BuildFailed(
-                f"{step or 'the build'} failed: {error}" + (f"\n{shown}" if shown else "")
-            )
+            said = f"{step or 'the build'} failed: {error}" + (f"\n{shown}" if shown else "")
+            # a RUN step writes into the engine's disk: its own "No space left on device", or
+            # the disk seen full now, is the disk's failure, not the step's
+            full = engine.disk_full(f"when {step or 'the build'} failed")
+            if full is None and NO_SPACE in f"{error}\n{shown}".lower():
+                full = EngineDiskFull(
+                    engine.describe,
+                    engine.data_root or "(not on this machine)",
+                    "a step found no room",
+                )
+            if full is not None:
+                log.write(f"ERROR: {full.strerror}\n")
+                raise BuildDiskFull(f"{full.strerror}.\n{said}")
+            raise BuildFailed(said)
     if not image_id:
         raise BuildFailed(f"{engine.describe} ended the build without an image")
     return image_id

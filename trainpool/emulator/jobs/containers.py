@@ -50,6 +50,7 @@ has fails the job at once, naming it and how to build it (:func:`.programs.missi
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -76,6 +77,8 @@ CALL_TIMEOUT_S = 60
 ENGINE_LOST = 125
 """The status of a replica whose engine went away (a container runtime's own failure)."""
 OOM_STATUS = 137
+NO_SPACE = "no space left on device"
+"""What the engine, or a command in a container, says when a write found no room (lower case)."""
 
 
 def store_id(root: Path) -> str:
@@ -99,6 +102,18 @@ class EngineGone(OSError):
     """The engine that answered when the emulator started answers no more; names it."""
 
 
+class EngineDiskFull(OSError):
+    """The disk of the engine's data (its images, its containers' files) is full; names it."""
+
+    def __init__(self, engine: str, path: str, detail: str) -> None:
+        super().__init__(
+            errno.ENOSPC,
+            f"No space left on the disk of the container engine's data {path} ({engine}): "
+            f"{detail}. Free some space there (docker system prune: unused images and "
+            "containers) and try again",
+        )
+
+
 class ContainerEngine:
     """A container engine that answered, and the images it has."""
 
@@ -113,6 +128,25 @@ class ContainerEngine:
         self.describe = f"{product} Engine {number} (API {api}) at {url}"
         self.gpu_runtime = gpu_runtime(client)
         """The engine's runtime that passes NVIDIA GPUs ("" where it has none)."""
+        self.data_root = data_root(client)
+        """Where the engine keeps its images and containers' files, when that folder is on
+        this machine ("" otherwise: an engine on another machine, or one that does not say)."""
+
+    def disk_full(self, detail: str) -> EngineDiskFull | None:
+        """The disk of :attr:`data_root` when it is full (less than ``MIN_FREE_BYTES`` free,
+        as for the store), named with ``detail``; None when it is not, or cannot be seen."""
+        from trainpool.emulator.records.database import MIN_FREE_BYTES
+
+        if not self.data_root:
+            return None
+        try:
+            info = os.statvfs(self.data_root)
+        except OSError:
+            return None
+        free = info.f_bavail * info.f_frsize
+        if free >= MIN_FREE_BYTES:
+            return None
+        return EngineDiskFull(self.describe, self.data_root, f"{free} bytes free {detail}")
 
     def image(self, ref: str) -> EngineImage | None:
         """The image the engine has under ``ref`` (a name, ``NAME@sha256:...`` or an id); None
@@ -157,6 +191,18 @@ class ContainerEngine:
             env=env,
             labels=dict(config.get("Labels") or {}),
         )
+
+
+def data_root(client: Any) -> str:
+    """The engine's data folder (``docker info``'s DockerRootDir; Podman's GraphRoot) when it
+    is a folder of this machine, else ""."""
+    try:
+        info = client.info()
+    except Exception:  # noqa: BLE001 - an engine that does not say
+        return ""
+    store = info.get("Store") if isinstance(info.get("Store"), dict) else {}
+    found = str(info.get("DockerRootDir") or (store or {}).get("GraphRoot") or "")
+    return found if found and os.path.isdir(found) else ""
 
 
 def gpu_runtime(client: Any) -> str:
@@ -286,6 +332,15 @@ class ContainerRunner:
             if container is not None:
                 _remove(container)
             what = getattr(err, "explanation", None) or str(err)
+            full = self.engine.disk_full(f"when {launch.name} was to start")
+            if full is None and NO_SPACE in what.lower():
+                full = EngineDiskFull(
+                    self.engine.describe,
+                    self.engine.data_root or "(not on this machine)",
+                    f"{launch.name} could not start: {what}",
+                )
+            if full is not None:
+                raise full from err
             raise OSError(
                 f"{launch.name}: {self.engine.describe} could not start a container of "
                 f"{spec.image.ref} ({spec.image.digest}): {what}"
@@ -313,6 +368,10 @@ class ContainerRunner:
                         _write(log, chunk)
                         lines[key].feed(chunk)
             status = int(container.wait()["StatusCode"])
+            if status != 0:  # before it is removed: its files still hold the disk
+                replica.disk_full = self.engine.disk_full(
+                    f"when {replica.launch.name} exited with status {status}"
+                )
             container.reload()
             if container.attrs["State"].get("OOMKilled"):
                 status = OOM_STATUS

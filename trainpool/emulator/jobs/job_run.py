@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 from trainpool.emulator.faults.config import KillFault
-from trainpool.emulator.jobs.containers import EngineGone
+from trainpool.emulator.jobs.containers import EngineDiskFull, EngineGone
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.engine import Engine, Timer
 from trainpool.emulator.jobs.environments import BuildFailed
@@ -78,6 +78,13 @@ class Host(Protocol):
 
 def error_outcome(err: BaseException, root: Any) -> Outcome:
     """How an error of the emulator's own ends a job: a full disk named, else internal."""
+    if isinstance(err, EngineDiskFull):
+        return Outcome(
+            "FAILED",
+            CODE_RESOURCE_EXHAUSTED,
+            f"{err.strerror}. The job's replicas were terminated; free some space and create "
+            "the job again.",
+        )
     if is_disk_full(err):
         return Outcome(
             "FAILED",

@@ -138,6 +138,9 @@ class Replica:
         self.engine_lost = ""
         """Of a container whose engine went away: the engine and what its client said (the job
         fails naming it; nothing is restarted on an engine that is gone)."""
+        self.disk_full: OSError | None = None
+        """Of a container that failed while its engine's disk was full: that disk, named (the
+        job fails RESOURCE_EXHAUSTED, as when the store's disk is full)."""
         self._status: int | None = None
         self._ended = threading.Event()
         self._lock = threading.Lock()

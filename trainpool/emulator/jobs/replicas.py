@@ -18,9 +18,11 @@
 - Preemption (``preempt`` set) stops every replica the same way, as a VM going away, and
   fails the job as :data:`trainpool.emulator.jobs.failure_rules.PREEMPTION_RULE` says: no restart,
   no retry.
-- A replica that fails while the store's disk is full (``full`` says so) fails the job
-  RESOURCE_EXHAUSTED, naming the disk, whatever its exit status: a replica whose own write
-  found no room is the first to fail, and that failure is the disk's, not its code's.
+- A replica that fails while the store's disk is full (``full`` says so), or a container
+  whose engine's disk was full when it exited (``Replica.disk_full``, seen before the
+  container is removed), fails the job RESOURCE_EXHAUSTED, naming the disk, whatever its exit
+  status: a replica whose own write found no room is the first to fail, and that failure is
+  the disk's, not its code's.
 
 :class:`JobReplicas` holds these rules as a state machine that nothing polls: ``begin()``
 starts the replicas, ``step()`` looks once at what happened and says the outcome (an
@@ -263,6 +265,9 @@ class JobReplicas:
         """Restart what Vertex would restart; the job's failure when it would not."""
         name = replica.launch.name
         full = self.full()
+        disk = "the store's disk"
+        if full is None and replica.disk_full is not None:
+            full, disk = replica.disk_full, "its container engine's disk"
         if full is not None:
             return Outcome(
                 "FAILED",
@@ -271,7 +276,7 @@ class JobReplicas:
                 + failure_message(
                     replica,
                     status,
-                    "It failed with the store's disk full: the job was shut down without "
+                    f"It failed with {disk} full: the job was shut down without "
                     "restarting it (its writes cannot succeed until there is room).",
                 ),
             )
