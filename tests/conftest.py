@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.engine import ASKED, engine, python_base, torch_image  # noqa: F401 - the container tests'
+from fixtures.engine import ASKED, engine, loopback_registry, python_base, torch_image  # noqa: F401 - the container tests'
 from fixtures.environments import share_environments
 from fixtures.host_image import host_image
 from fixtures.vertex import PROJECT

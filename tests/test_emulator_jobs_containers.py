@@ -1069,6 +1069,29 @@ def test_a_full_engine_disk_fails_runs_and_builds_resource_exhausted_naming_it(
 
 
 @pytest.mark.timeout(300)
+def test_an_image_the_engine_lacks_is_pulled_as_docker_run_pulls_it(
+    client: Any, root: Path, engine: ContainerEngine, python_base: str, loopback_registry: str
+) -> None:
+    # a user's machine pulls a job's image it lacks from its registry (`docker run` does); so
+    # does the emulator, here from a registry on loopback (Debian's docker-registry)
+    repository = f"{loopback_registry}/trainers/pulled"
+    engine.client.images.get(python_base).tag(repository, "1")
+    engine.client.images.push(repository, "1")
+    engine.client.images.remove(f"{repository}:1")
+    assert engine.image(f"{repository}:1") is None
+    said = ["python3", "-c", "print('ran in the pulled image', flush=True)"]
+    job = create(client, [pool(1, f"{repository}:1", command=said)])
+    done = wait(client, root, job)
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
+    folder = job_dir(root, job)
+    assert "ran in the pulled image" in (folder / "workerpool0-0.log").read_text()
+    log = (folder / "job.log").read_text()
+    assert f"workerpool0: {repository}:1: pulled by {engine.describe}" in log
+    assert engine.image(f"{repository}:1") is not None
+    engine.client.images.remove(f"{repository}:1")
+
+
+@pytest.mark.timeout(300)
 def test_an_image_no_one_has_fails_the_job_at_once_saying_how_to_build_it(
     client: Any, root: Path, engine: ContainerEngine
 ) -> None:

@@ -12,7 +12,8 @@ The image is tagged with the build's ``images`` only when the build ends SUCCESS
 (:mod:`.build_runs`), so a build cancelled meanwhile pushes nothing; a CustomJob naming one
 of those names then runs as containers of it.
 
-A base the engine lacks is pulled, as on a user's machine. Where it cannot be pulled (no
+A base the engine lacks is pulled, as on a user's machine (the rule, shared with jobs and
+pipeline tasks: :mod:`trainpool.emulator.jobs.engine_images`). Where it cannot be pulled (no
 route to Docker Hub or Google's registries, as here) and it is one of the bases with an
 offline stand-in (:mod:`trainpool.emulator.jobs.debian_bases`: ``python:3.9-slim``,
 ``python:3.11-slim``, ``python:3.13-slim``), the stand-in is made (once) and tagged with
@@ -36,8 +37,8 @@ import tarfile
 from collections.abc import Mapping
 from typing import Any
 
-from trainpool.emulator.jobs import debian_bases, prebuilt_bases
 from trainpool.emulator.jobs.containers import NO_SPACE, ContainerEngine, EngineDiskFull
+from trainpool.emulator.jobs.engine_images import ImageUnavailable, StandInFailed, ensure_image
 from trainpool.images import image_config
 
 
@@ -66,92 +67,15 @@ def dockerfile_of(data: bytes, name: str = "Dockerfile") -> str:
 
 
 def ensure_base(engine: ContainerEngine, name: str, log: io.TextIOBase) -> None:
-    """Make base image ``name`` available to the engine's builder: it has it, it pulls it, or
-    (where it cannot pull) the offline stand-in is tagged with the name. A stand-in tagged so
-    by an earlier build that does not trust today's CA bundle (:func:`.debian_bases.ca_bundle`)
-    is replaced by one that does."""
-    public = name.removeprefix("docker.io/").removeprefix("library/")
-    if engine.image(name) is not None:
-        stale = _stale_stand_in(engine, name)
-        if not stale:
-            return
-        engine.client.images.remove(name)  # the tag only: the image stays while others use it
-        why = f"the stand-in tagged so {stale}"
-    else:
-        cannot = _pull(engine, name, log)
-        if cannot is None:
-            return
-        if public not in debian_bases.BASES and prebuilt_bases.recipe(name) is None:
-            raise BaseUnavailable(
-                f"FROM {name}: the container engine does not have it and cannot pull it "
-                f"({cannot}); accepted: an image the engine has (docker pull, docker load, "
-                "docker build -t) or a base with an offline stand-in "
-                f"({', '.join(sorted(debian_bases.BASES))}, Vertex's prebuilt training images "
-                "and the Deep Learning Containers of TensorFlow and PyTorch)"
-            )
-        why = f"cannot be pulled here ({cannot})"
-    recipe = prebuilt_bases.recipe(name)
-    if recipe is not None:
-        log.write(f"FROM {name}: {why}\n")
-        try:
-            made = prebuilt_bases.ensure(engine.client, recipe, log)
-        except (OSError, ValueError) as err:
-            raise BuildFailed(f"FROM {name}: {err}") from err
-        log.write(
-            f"FROM {name}: the stand-in made on this machine is tagged {name} (label "
-            f"{debian_bases.LABEL}; it differs: "
-            f"{(made.labels or {}).get(debian_bases.DIFFERENCE_LABEL, '')})\n"
-        )
-        return
+    """Make base image ``name`` available to the engine's builder, by the one rule of
+    :mod:`trainpool.emulator.jobs.engine_images`: it has it, it pulls it, or (where it cannot
+    pull) the offline stand-in is tagged with the name."""
     try:
-        image = debian_bases.ensure(engine.client, public)
-    except ValueError as err:  # TRAINPOOL_CA_BUNDLE names no bundle
-        raise BuildFailed(f"FROM {name}: {err}") from err
-    repository, _, tag = name.rpartition(":")
-    image.tag(repository, tag)
-    differs = (image.labels or {}).get(debian_bases.DIFFERENCE_LABEL, "")
-    log.write(
-        f"FROM {name}: {why}; the stand-in made offline from Debian's packages is tagged "
-        f"{name} (label {debian_bases.LABEL}; it differs: {differs})\n"
-    )
-
-
-def _stale_stand_in(engine: ContainerEngine, name: str) -> str:
-    """Why the engine's ``name``, a stand-in, must be made again (it does not trust today's
-    CA bundle); empty when it need not be, and for a real image (pulled, loaded)."""
-    from docker import errors
-
-    try:
-        image = engine.client.images.get(name)
-    except errors.DockerException:
-        return ""
-    labels = image.labels or {}
-    if debian_bases.LABEL not in labels:
-        return ""
-    try:
-        wanted = debian_bases.ca_bundle()
-    except ValueError:
-        return "is checked against a TRAINPOOL_CA_BUNDLE that names no bundle"
-    if debian_bases.current(image, wanted):
-        return ""
-    had = labels.get(debian_bases.CA_LABEL)
-    return (
-        f"trusts another CA bundle ({had})"
-        if had
-        else "was made before stand-ins carried a CA bundle"
-    )
-
-
-def _pull(engine: ContainerEngine, name: str, log: io.TextIOBase) -> str | None:
-    """Pull ``name``: None when pulled, else why it could not be."""
-    from docker import errors
-
-    try:
-        engine.client.images.pull(name)
-    except errors.DockerException as err:
-        return str(getattr(err, "explanation", None) or err)
-    log.write(f"FROM {name}: pulled\n")
-    return None
+        ensure_image(engine, name, log, f"FROM {name}")
+    except ImageUnavailable as err:
+        raise BaseUnavailable(str(err)) from err
+    except StandInFailed as err:
+        raise BuildFailed(str(err)) from err
 
 
 def build(

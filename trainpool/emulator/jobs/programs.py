@@ -40,9 +40,15 @@ from typing import Any
 
 from trainpool.catalog import prebuilt_image
 from trainpool.cluster_env.gcs import VERTEX_MOUNT
-from trainpool.emulator.jobs import environments, packages, prebuilt_bases, replica_python
+from trainpool.emulator.jobs import environments, packages, replica_python
 from trainpool.emulator.jobs.container_specs import EngineImage
 from trainpool.emulator.jobs.containers import SWITCH_ENV
+from trainpool.emulator.jobs.engine_images import (
+    ImageUnavailable,
+    StandInFailed,
+    ensure_image,
+    has_stand_in,
+)
 from trainpool.emulator.jobs.job_context import JobContext
 from trainpool.errors import InputError
 from trainpool.images import image_store
@@ -117,7 +123,8 @@ def program_for(
                 f"training image {image_uri!r}; accepted: the command to run in it (or a "
                 "pythonPackageSpec with it as executorImageUri)"
             )
-        engine_image = _stand_in_container(pool, image_uri, ctx, note)
+        if has_stand_in(image_uri):
+            engine_image, _ = _engine_image(pool, image_uri, ctx, note)
     if engine_image is not None:
         said = ctx.unpushed(image_uri) if ctx.unpushed is not None else ""
         if said:
@@ -170,7 +177,17 @@ def program_for(
             python=f"the Python environment of local image {image_uri} ({venv})",
         )
     if ctx.containers is not None:
-        raise LaunchError(missing_image(pool, image_uri, ctx.containers.describe))
+        # neither the engine nor the image store has it: pulled, as `docker run` pulls it
+        pulled, why = _engine_image(pool, image_uri, ctx, note) if image_uri else (None, "")
+        if pulled is not None:
+            return Program(
+                command + args,
+                pulled.env,
+                env,
+                python=f"containers of {image_uri} ({pulled.digest})",
+                container=ContainerRun(pulled, command, args),
+            )
+        raise LaunchError(missing_image(pool, image_uri, ctx.containers.describe, why))
     if command:
         note(
             f"warning: workerpool{pool}: image {image_uri!r} is neither one of Vertex's "
@@ -187,17 +204,18 @@ def program_for(
     )
 
 
-def missing_image(pool: int, image_uri: str, engine: str) -> str:
-    """Why pool ``pool`` cannot run where an engine answers: no one has its image."""
+def missing_image(pool: int, image_uri: str, engine: str, why: str = "") -> str:
+    """Why pool ``pool`` cannot run where an engine answers: no one has its image (``why``:
+    why the engine could not have it)."""
     image = image_uri or "IMAGE"
     return (
         f"workerPoolSpecs[{pool}].containerSpec.imageUri: {image_uri!r} is not an image of the "
         f"container engine ({engine}), nor in the local image store, nor one of Vertex's "
-        "prebuilt training images, and the emulator does not pull images; accepted: an image "
-        f"the engine has: build it (`docker build -t {image} DIR`, or `gcloud builds submit "
-        f"--tag {image} DIR` under `trainpool exec`), or `docker pull {image}` / `docker load` "
-        f"it where it is published (or run with {SWITCH_ENV}=off to imitate it with its "
-        "command on this machine)"
+        f"prebuilt training images, and it could not be pulled ({why or 'no image named'}); "
+        f"accepted: an image the engine has: build it (`docker build -t {image} DIR`, or "
+        f"`gcloud builds submit --tag {image} DIR` under `trainpool exec`), or `docker pull "
+        f"{image}` / `docker load` it where it is published (or run with {SWITCH_ENV}=off to "
+        "imitate it with its command on this machine)"
     )
 
 
@@ -212,26 +230,27 @@ def _clean_python() -> str:
     )
 
 
-def _stand_in_container(
+def _engine_image(
     pool: int, image_uri: str, ctx: JobContext, note: Callable[[str], None]
-) -> EngineImage | None:
-    """The engine's image of Vertex prebuilt image ``image_uri``: its container stand-in
-    (:mod:`.prebuilt_bases`), built now the first time (about a minute, said in the job
-    log); None for an image without a recipe."""
-    recipe = prebuilt_bases.recipe(image_uri)
-    if recipe is None or ctx.containers is None:
-        return None
-    made = io.StringIO()
+) -> tuple[EngineImage | None, str]:
+    """The engine's image ``image_uri`` by :mod:`.engine_images`' rule (pulled where the
+    network allows, else its offline stand-in, made now the first time: about a minute, said
+    in the job log), and why not where it cannot be had."""
+    if ctx.containers is None:
+        return None, "no container engine"
+    said = io.StringIO()
     try:
-        prebuilt_bases.ensure(ctx.containers.client, recipe, made)
-    except (OSError, ValueError) as err:
+        ensure_image(ctx.containers, image_uri, said, f"workerpool{pool}: {image_uri}")
+    except ImageUnavailable as err:
+        return None, str(err)
+    except StandInFailed as err:
         raise LaunchError(
             f"workerPoolSpecs[{pool}]: the container stand-in of {image_uri} could not be built "
             f"on {ctx.containers.describe}: {err}"
         ) from err
-    if made.getvalue():
-        note(f"workerpool{pool}: {image_uri}: its container stand-in was built here (once)")
-    return ctx.containers.image(image_uri)
+    for line in said.getvalue().splitlines():
+        note(line)
+    return ctx.containers.image(image_uri), ""
 
 
 def _package_container(
@@ -243,8 +262,8 @@ def _package_container(
     (``PythonPackageSpec``, custom_job.proto). None where the engine has no such image."""
     executor = package.get("executorImageUri", "")
     found = ctx.containers.image(executor) if ctx.containers and executor else None
-    if found is None and executor:
-        found = _stand_in_container(pool, executor, ctx, note)
+    if found is None and executor and has_stand_in(executor):
+        found, _ = _engine_image(pool, executor, ctx, note)
     if found is None:
         return None
     uris = []

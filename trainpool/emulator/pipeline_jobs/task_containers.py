@@ -3,7 +3,7 @@
 On Vertex AI Pipelines every task is a container of its component's image. With a container
 engine (:mod:`trainpool.emulator.jobs.containers`), a local run's task whose image the engine
 has, or can be given (a base with an offline stand-in: ``python:3.11-slim``, Vertex's prebuilt
-images, :func:`trainpool.emulator.builds.engine_builds.ensure_base`), runs as a container of
+images, :func:`trainpool.emulator.jobs.engine_images.ensure_image`), runs as a container of
 it, through the same runner as a job's replicas (:class:`~trainpool.emulator.jobs.
 containers.ContainerRunner`: labelled, waited on, then removed; never ``auto_remove``,
 kfp.local's ``DockerRunner`` trap, where a container gone before ``wait()`` counts as exit 0):
@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.cluster_env.gcs import VERTEX_MOUNT
-from trainpool.emulator.builds.engine_builds import BuildFailed, ensure_base
-from trainpool.emulator.jobs import containers, debian_bases, prebuilt_bases
+from trainpool.emulator.jobs import containers
 from trainpool.emulator.jobs.container_specs import ContainerLaunch, EngineImage
 from trainpool.emulator.jobs.containers import ContainerEngine, ContainerRunner
+from trainpool.emulator.jobs.engine_images import ImageUnavailable, StandInFailed, ensure_image
 from trainpool.emulator.jobs.launches import outside_paths
 from trainpool.emulator.jobs.processes import Launch, Replica
 from trainpool.emulator.pipeline_jobs.task_logs import append, follow, write_notes
@@ -135,21 +135,16 @@ class TaskContainers:
                 return self._images[name]
             found = self.engine.image(name) if name else None
             why = ""
-            public = name.removeprefix("docker.io/").removeprefix("library/")
-            standable = public in debian_bases.BASES or prebuilt_bases.recipe(name) is not None
-            if found is None and standable:
+            if found is None and name:
                 said = io.StringIO()
-                try:
-                    ensure_base(self.engine, name, said)
+                try:  # pulled, else its stand-in, as `docker run` has it on a user's machine
+                    ensure_image(self.engine, name, said, name)
                     found = self.engine.image(name)
                     why = said.getvalue().strip()
-                except (BuildFailed, OSError) as err:
-                    why = f"{name}: the engine cannot have it ({err}): the task runs in a sandbox"
+                except (ImageUnavailable, StandInFailed, OSError) as err:
+                    why = f"{err}: the task runs in a sandbox that imitates it"
             elif found is None:
-                why = (
-                    f"{name or 'no image'}: not an image of {self.engine.describe} (nothing is "
-                    "pulled): the task runs in a sandbox that imitates it"
-                )
+                why = "no image: the task runs in a sandbox"
             self._images[name] = (found, why)
             return found, why
 
