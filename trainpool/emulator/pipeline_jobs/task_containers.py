@@ -41,6 +41,7 @@ from trainpool.emulator.jobs.processes import Launch, Replica
 from trainpool.emulator.pipeline_jobs.task_logs import append, follow, write_notes
 from trainpool.emulator.pipeline_jobs.task_sandboxes import GRACE_S, LOG, TaskSandboxes
 from trainpool.home import Home
+from trainpool.images import image_store
 from trainpool.kfp_local.launching import Launcher, TaskStart
 
 HOST_ONLY = ("PATH", "PYTHONHOME", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "PWD", "OLDPWD")
@@ -135,7 +136,12 @@ class TaskContainers:
                 return self._images[name]
             found = self.engine.image(name) if name else None
             why = ""
-            if found is None and name:
+            if found is None and name and image_store.lookup(name, self.home.root) is not None:
+                # an image of the local image store (trainpool's components image, published
+                # with --local): its sandbox imitates it; never pulled by its name from a
+                # registry, where someone else's image may have it
+                why = f"{name}: an image of the local image store: the task runs in its sandbox"
+            elif found is None and name:
                 said = io.StringIO()
                 try:  # pulled, else its stand-in, as `docker run` has it on a user's machine
                     ensure_image(self.engine, name, said, name)
