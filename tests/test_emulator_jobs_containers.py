@@ -27,7 +27,7 @@ from fixtures.engine import SecondEngine, build, ours
 from fixtures.host_image import host_image
 from fixtures.jobs import wait_job
 from fixtures.runtime import vendored_runtime
-from fixtures.shell import exec_env, gcloud, needs_gcloud, ok
+from fixtures.shell import docker_repository, exec_env, gcloud, needs_gcloud, ok
 from fixtures.shell import run as shell
 from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
@@ -398,17 +398,7 @@ def test_docker_build_push_then_gcloud_custom_jobs_create_runs_a_chief_and_two_w
     (trainer / "Dockerfile").write_text(dockerfile(python_base))
     (trainer / "task.py").write_text(TASK)
     image = "us-central1-docker.pkg.dev/demo/trainers/ring:1"
-    ok(
-        gcloud(
-            emu,
-            "artifacts",
-            "repositories",
-            "create",
-            "trainers",
-            "--repository-format=docker",
-            "--location=us-central1",
-        )
-    )
+    docker_repository(emu, "trainers")
     ok(shell(emu, ["docker", "build", "-t", image, str(trainer)], timeout=300))
     pushed = ok(shell(emu, ["docker", "push", image]))
     image_id = engine.client.images.get(image).id

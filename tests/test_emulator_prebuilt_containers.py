@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from fixtures.jobs import wait_job
 from fixtures.samples import SAMPLES, boston_like, put
-from fixtures.shell import gcloud, needs_gcloud, ok
+from fixtures.shell import docker_repository, gcloud, needs_gcloud, ok
 from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -110,17 +110,7 @@ def test_the_tensorflow_notebooks_dockerfile_builds_on_a_stand_in_and_runs_as_a_
     data.parent.mkdir(parents=True, exist_ok=True)
     data.write_text("x,y\n" + "".join(f"{x},{2 * x + 1}\n" for x in range(8)))
     image = "us-central1-docker.pkg.dev/demo/trainers/tf-hpt:1"
-    ok(
-        gcloud(
-            emu,
-            "artifacts",
-            "repositories",
-            "create",
-            "trainers",
-            "--repository-format=docker",
-            "--location=us-central1",
-        )
-    )
+    docker_repository(emu, "trainers")
     built = gcloud(emu, "builds", "submit", "--tag", image, str(source), timeout=900)
     said = built.stdout + built.stderr
     if built.returncode != 0 and "pip" in said and "Could not" in said:
