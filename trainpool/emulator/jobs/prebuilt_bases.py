@@ -250,15 +250,7 @@ def _build(client: Any, found: Recipe, log: io.TextIOBase) -> Any:
         )
         log.flush()
         download(found, context / "wheels")
-        names = " ".join(f"'{r}'" for r in (*found.requirements, *found.source_only))
-        (context / "Dockerfile").write_text(
-            f"FROM {debian_bases.stand_in_name(found.base)}\n"
-            "COPY wheels /tmp/wheels\n"
-            f"RUN pip install -q --no-cache-dir --find-links /tmp/wheels {names}"
-            " && rm -rf /tmp/wheels\n"
-            f'LABEL {debian_bases.LABEL}="{found.name}"\n'
-            f'LABEL {debian_bases.DIFFERENCE_LABEL}="{found.differs}"\n'
-        )
+        (context / "Dockerfile").write_text(dockerfile(found))
         repository, tag = (
             found.name.rsplit(":", 1) if _tagged(found.name) else (found.name, "latest")
         )
@@ -280,6 +272,32 @@ def _build(client: Any, found: Recipe, log: io.TextIOBase) -> Any:
                 log.write(str(chunk["stream"]))
     log.write(f"{found.name}: stand-in built ({found.differs})\n")
     return image
+
+
+def dockerfile(found: Recipe) -> str:
+    """The stand-in's Dockerfile. What comes from the package index is one RUN step of its
+    own, before anything of this machine is copied in, so that two images of one framework
+    version (``tf2-gpu.2-8``, a Deep Learning Container, and ``tf-cpu.2-8``, Vertex's: the
+    same requirements) share that layer from the engine's build cache: the second is made in
+    seconds. What must come from this machine (:func:`download`: PyTorch's CPU build, packages
+    published as source only) is installed after it, from the copied wheels."""
+    local = found.framework == "pytorch"  # torch is among the requirements, from the wheels
+    indexed = () if local else found.requirements
+    rest = (*found.requirements, *found.source_only) if local else found.source_only
+    lines = [f"FROM {debian_bases.stand_in_name(found.base)}\n"]
+    if indexed:
+        names = " ".join(f"'{r}'" for r in indexed)
+        lines.append(f"RUN pip install -q --no-cache-dir {names}\n")
+    if rest:
+        names = " ".join(f"'{r}'" for r in rest)
+        lines.append("COPY wheels /tmp/wheels\n")
+        lines.append(
+            f"RUN pip install -q --no-cache-dir --find-links /tmp/wheels {names}"
+            " && rm -rf /tmp/wheels\n"
+        )
+    lines.append(f'LABEL {debian_bases.LABEL}="{found.name}"\n')
+    lines.append(f'LABEL {debian_bases.DIFFERENCE_LABEL}="{found.differs}"\n')
+    return "".join(lines)
 
 
 def _tagged(name: str) -> bool:
