@@ -856,6 +856,35 @@ def test_a_local_runs_task_is_a_container_of_its_components_base_image(
     assert ours(engine, tmp_path / "root") == []
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_gcpc_launchers_task_is_a_container_of_gcpcs_image_and_its_job_of_its_own(
+    engine: ContainerEngine, python_base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GCPC's CustomTrainingJobOp in a local run: its task a container of GCPC's image (the
+    # stand-in: the package at the image's version, from the index), whose launcher creates
+    # the CustomJob through the emulator's API (HTTPS proxy, CA bundle, Google's client hook,
+    # as in any container) and follows it; the job's two replicas containers of python:3.11-slim
+    from fixtures.pipelines import compile_fixture
+    from google_cloud_pipeline_components import __version__ as gcpc_version
+
+    from trainpool.emulated.pipeline_run import run_local
+
+    monkeypatch.delenv("VERTEX_AI_EMULATOR_HOST", raising=False)
+    pipeline = compile_fixture("gcpc_in_containers", tmp_path)
+    root = tmp_path / "root"
+    result = run_local(pipeline, {}, root)
+    assert result.state == "SUCCEEDED", result.error
+    transcript = result.transcript.read_text()
+    image = f"gcr.io/ml-pipeline/google-cloud-pipeline-components:{gcpc_version}"
+    assert f"a container of {image}" in transcript, transcript[-3000:]
+    (job,) = [p for p in (root / "jobs").iterdir() if (p / "job.log").is_file()]
+    assert "role workerpool0 0" in (job / "workerpool0-0.log").read_text()
+    assert "role workerpool1 0" in (job / "workerpool1-0.log").read_text()
+    assert "each replica is a container of python:3.11-slim" in (job / "job.log").read_text()
+    assert ours(engine, root) == []
+
+
 @pytest.mark.timeout(600)
 def test_a_pipeline_jobs_task_is_a_container_of_its_components_base_image(
     engine: ContainerEngine, python_base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

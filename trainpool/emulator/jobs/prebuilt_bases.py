@@ -24,6 +24,10 @@ as a stand-in (``org.trainpool.stand-in``) with how it differs, a label every im
   are pip's choice under the framework's pin, for the stand-in's Python, not the page's
   list: the job log says so.
 
+Google Cloud Pipeline Components' image (:data:`GCPC`) gets the package at the image's
+version, so that a pipeline task running one of GCPC's launchers (``CustomTrainingJobOp``, ...)
+is a container of it, as on Vertex AI Pipelines.
+
 The image's own pip installs them from the package index (the base trusts this machine's
 CA bundle: :mod:`.debian_bases`), so markers and wheels are the stand-in's Python's; what
 must come from this machine (PyTorch's CPU build, packages published as source only) is
@@ -54,6 +58,14 @@ DLC = re.compile(
 """Google's Deep Learning Containers of TensorFlow and PyTorch
 (https://cloud.google.com/deep-learning-containers/docs/choosing-container: ``tf2-gpu.2-8``,
 ``pytorch-gpu.1-13``, with an optional ``.py310``), in gcr.io and in Artifact Registry."""
+GCPC = re.compile(
+    r"^gcr\.io/ml-pipeline/google-cloud-pipeline-components:(?P<version>\d+\.\d+\.\d+)$"
+)
+"""Google Cloud Pipeline Components' image, which its components name with the package's own
+version (``gcr.io/ml-pipeline/google-cloud-pipeline-components:2.22.0``). kubeflow/pipelines
+``components/google-cloud/Dockerfile`` builds it ``FROM marketplace.gcr.io/google/ubuntu2404``
+(Python 3.12) and ``pip install``s the package: its stand-in holds that package, at that
+version, on Python 3.11."""
 PYTHONS = {"3.9": "python:3.9-slim", "3.11": "python:3.11-slim", "3.13": "python:3.13-slim"}
 MAX_PYTHON = {
     "tensorflow": ((2, 11), "3.9"),
@@ -134,8 +146,20 @@ def _python_for(framework: str, version: str, image_python: str) -> str:
 
 
 def recipe(name: str) -> Recipe | None:
-    """The stand-in recipe of ``name`` (a Vertex prebuilt training image or a Deep Learning
-    Container of TensorFlow or PyTorch), or None for any other name."""
+    """The stand-in recipe of ``name`` (a Vertex prebuilt training image, a Deep Learning
+    Container of TensorFlow or PyTorch, or GCPC's image: :data:`GCPC`), or None for any other
+    name."""
+    gcpc = GCPC.match(name)
+    if gcpc is not None:
+        return Recipe(
+            name=name,
+            framework="google-cloud-pipeline-components",
+            version=gcpc["version"],
+            python="3.11",
+            requirements=(f"google-cloud-pipeline-components=={gcpc['version']}",),
+            source_only=(),
+            image_python="3.12",
+        )
     found = prebuilt_image(name)
     extra: tuple[str, ...] = ()
     if found is not None and found.framework in PACKAGES:
