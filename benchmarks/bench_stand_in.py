@@ -14,8 +14,13 @@ image tagged:
 - ``gcr.io/deeplearning-platform-release/tf2-gpu.2-8``: TensorFlow 2.8 on the 3.9 stand-in,
   pandas, gcsfs, google-cloud-storage, installed from the package index
   (:mod:`trainpool.emulator.jobs.prebuilt_bases`);
+- ``us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest`` right after it: the same
+  TensorFlow, so its package-index layer comes from the engine's build cache; only
+  cloudml-hypertune is installed (the first build of a second image of one framework);
 - ``us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest``: torch 2.13.0 (this
-  machine's CPU wheel) on the 3.11 stand-in, with the page's pandas and scikit-learn series.
+  machine's CPU wheel) on the 3.11 stand-in, with the page's pandas and scikit-learn series;
+- ``gcr.io/ml-pipeline/google-cloud-pipeline-components:2.22.0``: GCPC 2.22.0 and what it
+  requires (kfp, the Vertex AI SDK) on the 3.11 stand-in.
 
 Prints a table: image, seconds, size (the engine's ``Size``: the image's own layers and
 its base's).
@@ -39,7 +44,9 @@ from trainpool.emulator.jobs import debian_bases, prebuilt_bases  # noqa: E402
 
 PREBUILT = (
     "gcr.io/deeplearning-platform-release/tf2-gpu.2-8",
+    "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest",
     "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-4.py310:latest",
+    "gcr.io/ml-pipeline/google-cloud-pipeline-components:2.22.0",
 )
 
 

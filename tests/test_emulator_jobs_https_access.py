@@ -23,9 +23,8 @@ from typing import Any
 import pytest
 from fixtures.host_image import host_image
 from fixtures.jobs import wait_job
-from fixtures.vertex import PARENT
+from fixtures.vertex import PARENT, fresh_pipeline_sdk
 from google.cloud import aiplatform, storage
-from google.cloud.aiplatform import initializer, pipeline_jobs
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from kfp import compiler, dsl
 
@@ -169,10 +168,7 @@ def gsutil_in_a_task(uri: str = "gs://xgb-data/data.csv") -> str:
 def test_gsutil_cp_inside_a_pipeline_task(
     emu: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for setting in ("_api_transport", "_api_endpoint", "_credentials", "_project"):
-        monkeypatch.setattr(initializer.global_config, setting, None)
-    monkeypatch.setattr(pipeline_jobs, "_JOB_WAIT_TIME", 0.2)
-    monkeypatch.setattr(pipeline_jobs, "_WAIT_TIME_MULTIPLIER", 1)
+    fresh_pipeline_sdk(monkeypatch)
     template = tmp_path / "gsutil.yaml"
     compiler.Compiler().compile(gsutil_in_a_task, str(template))
     job = aiplatform.PipelineJob(

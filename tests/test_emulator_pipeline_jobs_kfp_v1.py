@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 from fixtures.host_image import host_image
+from fixtures.vertex import fresh_pipeline_sdk
 from google.api_core import exceptions
 from google.cloud import aiplatform
 from google.cloud.aiplatform import hyperparameter_tuning as hpt
-from google.cloud.aiplatform import initializer, pipeline_jobs
 from google.cloud.aiplatform_v1.types import pipeline_job as pj
 from google_cloud_pipeline_components.v1.hyperparameter_tuning_job import (
     serialize_metrics,
@@ -69,10 +69,7 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulator.Emulator]
 
 @pytest.fixture
 def sdk(emu: emulator.Emulator, monkeypatch: pytest.MonkeyPatch) -> emulator.Emulator:
-    for setting in ("_api_transport", "_api_endpoint", "_credentials", "_project"):
-        monkeypatch.setattr(initializer.global_config, setting, None)
-    monkeypatch.setattr(pipeline_jobs, "_JOB_WAIT_TIME", 0.2)
-    monkeypatch.setattr(pipeline_jobs, "_WAIT_TIME_MULTIPLIER", 1)
+    fresh_pipeline_sdk(monkeypatch)
     return emu
 
 

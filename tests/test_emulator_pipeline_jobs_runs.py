@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 from fixtures.pipelines import compile_fixture
+from fixtures.vertex import fresh_pipeline_sdk
 from google.api_core import exceptions
 from google.cloud import aiplatform, storage
-from google.cloud.aiplatform import initializer, pipeline_jobs
 
 import trainpool.emulator as emulator
 from trainpool.testing import emulated_vertex
@@ -47,10 +47,7 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[emulator.Emulator]
 
 @pytest.fixture
 def sdk(emu: emulator.Emulator, monkeypatch: pytest.MonkeyPatch) -> emulator.Emulator:
-    for setting in ("_api_transport", "_api_endpoint", "_credentials", "_project"):
-        monkeypatch.setattr(initializer.global_config, setting, None)
-    monkeypatch.setattr(pipeline_jobs, "_JOB_WAIT_TIME", 0.2)  # the SDK polls from 5 s
-    monkeypatch.setattr(pipeline_jobs, "_WAIT_TIME_MULTIPLIER", 1)
+    fresh_pipeline_sdk(monkeypatch)
     return emu
 
 

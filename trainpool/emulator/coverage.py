@@ -86,8 +86,23 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
         "its replicas are containers of IMAGE (an Artifact Registry or gcr.io IMAGE never "
         "pushed: the job log says the pull would fail on Vertex AI); an engine that goes away "
         "mid-job fails the job, naming it; a job naming an image no one has (not the "
-        "engine's, not the local image store's, not a prebuilt one) fails at once, saying "
-        "how to build it",
+        "engine's, not the local image store's, not a prebuilt one, not pullable) fails at "
+        "once, saying why and how to build it; a full engine disk fails it RESOURCE_EXHAUSTED, "
+        "naming the disk",
+        "tests/test_emulator_jobs_containers.py",
+    ),
+    (
+        "a job (or a pipeline task) naming an image the engine lacks",
+        "pulled as docker run pulls it, where the network allows (never a name of the "
+        "emulated Artifact Registry, save Google's public images), said in the job log; "
+        "else its offline stand-in where it has one (python:3.X-slim, Vertex's prebuilt "
+        "images, the TensorFlow and PyTorch Deep Learning Containers, GCPC's image), said",
+        "tests/test_emulator_jobs_containers.py",
+    ),
+    (
+        "docker pull IMAGE (Artifact Registry, gcr.io), under trainpool exec",
+        "answers what a push recorded in the emulator's Artifact Registry (a moved tag put "
+        "back); manifest unknown for a name nobody pushed, whatever the engine holds",
         "tests/test_emulator_jobs_containers.py",
     ),
     (

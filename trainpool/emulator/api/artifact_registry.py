@@ -103,17 +103,20 @@ def check_repository_id(repository_id: str, field: str = "repository_id") -> Non
         )
 
 
-def check_name(name: str) -> None:
-    """``projects/P/locations/L/repositories/R``, each part checked."""
+def check_name(name: str, field: str = "name", gcr: bool = False) -> None:
+    """``projects/P/locations/L/repositories/R``, each part checked; with ``gcr``, also a
+    Container Registry host's repository (``.../repositories/gcr.io``), as the parent of the
+    images pushed to it."""
     parent, sep, repository_id = name.rpartition("/repositories/")
     if not sep:
         raise InputError.of(
-            "name",
+            field,
             f"{brief(name)} is not a repository's name; accepted: "
             "projects/PROJECT/locations/LOCATION/repositories/REPOSITORY",
         )
-    check_parent(parent, "name")
-    check_repository_id(repository_id, "name")
+    check_parent(parent, field)
+    if not (gcr and repository_id in GCR_HOSTS):
+        check_repository_id(repository_id, field)
 
 
 def registry_uri(name: str, format_: ar.Repository.Format) -> str:
@@ -212,6 +215,7 @@ class DockerImages:
 
     def __init__(self, state: EmulatorState) -> None:
         self.records: Records = state.records
+        self.repositories = Repositories(state)
 
     def require(self, kind: Kind, name: str) -> Any:
         found = self.records.get(DOCKER_IMAGES, name)
@@ -227,8 +231,7 @@ class DockerImages:
                 f"{brief(self_check)}: the emulator does not order docker images (gcloud then "
                 "sorts itself); accepted: ''",
             )
-        if self.records.get(REPOSITORIES, parent) is None:
-            raise not_found(f"{NOT_FOUND}: repository {parent}")
+        self.repositories.require(REPOSITORIES, parent)  # NOT_FOUND for a repository never made
         return self.records.page(DOCKER_IMAGES, parent, **query)
 
 
@@ -241,19 +244,7 @@ def check_docker_image_name(name: str) -> None:
             f"{brief(name)} is not a docker image's name; accepted: projects/PROJECT/locations/"
             "LOCATION/repositories/REPOSITORY/dockerImages/IMAGE@sha256:DIGEST",
         )
-    check_repository_parent(repository, "name")
-
-
-def check_repository_parent(name: str, field: str) -> None:
-    """A repository's name as a parent: ``gcr.io`` repositories included."""
-    parent, sep, repository_id = name.rpartition("/repositories/")
-    if not sep or not (REPOSITORY_ID.fullmatch(repository_id) or repository_id in GCR_HOSTS):
-        raise InputError.of(
-            field,
-            f"{brief(name)} is not a repository's name; accepted: "
-            "projects/PROJECT/locations/LOCATION/repositories/REPOSITORY",
-        )
-    check_parent(parent, field)
+    check_name(repository, "name", gcr=True)
 
 
 def package_versions(state: EmulatorState, request: version.ListVersionsRequest) -> Any:
@@ -268,7 +259,7 @@ def package_versions(state: EmulatorState, request: version.ListVersionsRequest)
             f"{brief(request.parent)} is not a package's name; accepted: projects/PROJECT/"
             "locations/LOCATION/repositories/REPOSITORY/packages/PACKAGE",
         )
-    check_repository_parent(repository, "parent")
+    check_name(repository, "parent", gcr=True)
     if request.filter:
         raise InputError.of(
             "filter",
@@ -316,7 +307,7 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
         REPOSITORIES,
         Repositories(state),
         check_parent,
-        lambda name, field: check_name(name),
+        check_name,
         check_repository,
         resource_id=check_repository_id,
         operations=("Create", "Delete"),
@@ -325,7 +316,7 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
     images = Resource(
         DOCKER_IMAGES,
         cast(Store, DockerImages(state)),  # Get and List only: images come by push
-        check_repository_parent,
+        lambda name, field: check_name(name, field, gcr=True),
         lambda name, field: check_docker_image_name(name),
         verbs=("Get", "List"),
         queries=("order_by",),

@@ -33,7 +33,12 @@ from trainpool.emulator.records.repositories import read_image_name
 
 
 class ImageUnavailable(Exception):
-    """The engine does not have the image, cannot pull it, and it has no stand-in."""
+    """The engine does not have the image, cannot pull it, and it has no stand-in; ``why``
+    says why it could not be pulled."""
+
+    def __init__(self, message: str, why: str) -> None:
+        super().__init__(message)
+        self.why = why
 
 
 class StandInFailed(Exception):
@@ -84,7 +89,8 @@ def ensure_image(engine: ContainerEngine, name: str, log: io.TextIOBase, what: s
                 f"({cannot}); accepted: an image the engine has (docker pull, docker load, "
                 "docker build -t) or a base with an offline stand-in "
                 f"({', '.join(sorted(debian_bases.BASES))}, Vertex's prebuilt training images "
-                "and the Deep Learning Containers of TensorFlow and PyTorch)"
+                "and the Deep Learning Containers of TensorFlow and PyTorch)",
+                cannot,
             )
         why = f"cannot be pulled here ({cannot})"
     recipe = prebuilt_bases.recipe(name)

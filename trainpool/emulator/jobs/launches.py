@@ -48,10 +48,24 @@ WEB_ACCESS = Path(web_access.__file__)
 """The script that serves a replica's shell (run with ``-I -S``: standard library only)."""
 
 
+def _once(note: Callable[[str], None]) -> Callable[[str], None]:
+    """``note`` that says each line once."""
+    said: set[str] = set()
+
+    def once(line: str) -> None:
+        if line not in said:
+            said.add(line)
+            note(line)
+
+    return once
+
+
 def plan_launches(
     spec: dict[str, Any], ctx: JobContext, note: Callable[[str], None]
 ) -> list[Launch]:
-    """One launch per replica of pools 0, 1, 2 (unless a Reduction Server) and 3."""
+    """One launch per replica of pools 0, 1, 2 (unless a Reduction Server) and 3. A note
+    said already (of an image two pools share: "was not pushed") is not said again."""
+    note = _once(note)
     hosts = local_hosts(spec)
     pools = layout.pool_specs(spec)
     ctx.home.gcs.mkdir(parents=True, exist_ok=True)

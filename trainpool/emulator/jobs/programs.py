@@ -242,7 +242,7 @@ def _engine_image(
     try:
         ensure_image(ctx.containers, image_uri, said, f"workerpool{pool}: {image_uri}")
     except ImageUnavailable as err:
-        return None, str(err)
+        return None, err.why
     except StandInFailed as err:
         raise LaunchError(
             f"workerPoolSpecs[{pool}]: the container stand-in of {image_uri} could not be built "
@@ -262,7 +262,7 @@ def _package_container(
     (``PythonPackageSpec``, custom_job.proto). None where the engine has no such image."""
     executor = package.get("executorImageUri", "")
     found = ctx.containers.image(executor) if ctx.containers and executor else None
-    if found is None and executor and has_stand_in(executor):
+    if found is None and executor:  # pulled, else its stand-in, as for a containerSpec
         found, _ = _engine_image(pool, executor, ctx, note)
     if found is None:
         return None
