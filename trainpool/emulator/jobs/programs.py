@@ -126,16 +126,7 @@ def program_for(
         if has_stand_in(image_uri):
             engine_image, _ = _engine_image(pool, image_uri, ctx, note)
     if engine_image is not None:
-        said = ctx.unpushed(image_uri) if ctx.unpushed is not None else ""
-        if said:
-            note(said)
-        return Program(
-            command + args,
-            engine_image.env,
-            env,
-            python=f"containers of {image_uri} ({engine_image.digest})",
-            container=ContainerRun(engine_image, command, args),
-        )
+        return _container_program(image_uri, engine_image, command, args, env, ctx, note)
     if package:
         return _package_program(pool, package, ctx, note)
     prebuilt = prebuilt_image(image_uri) if image_uri else None
@@ -180,13 +171,7 @@ def program_for(
         # neither the engine nor the image store has it: pulled, as `docker run` pulls it
         pulled, why = _engine_image(pool, image_uri, ctx, note) if image_uri else (None, "")
         if pulled is not None:
-            return Program(
-                command + args,
-                pulled.env,
-                env,
-                python=f"containers of {image_uri} ({pulled.digest})",
-                container=ContainerRun(pulled, command, args),
-            )
+            return _container_program(image_uri, pulled, command, args, env, ctx, note)
         raise LaunchError(missing_image(pool, image_uri, ctx.containers.describe, why))
     if command:
         note(
@@ -201,6 +186,29 @@ def program_for(
         "store and the pool has no command to run on the host; make it available locally with "
         f"`trainpool build-image DIR --local` or `gcloud builds submit --tag {image_uri or 'IMAGE'}"
         " DIR` under `trainpool exec` (or give containerSpec.command)"
+    )
+
+
+def _container_program(
+    image_uri: str,
+    image: EngineImage,
+    command: list[str],
+    args: list[str],
+    env: dict[str, str],
+    ctx: JobContext,
+    note: Callable[[str], None],
+) -> Program:
+    """A pool that runs as containers of the engine's ``image`` (what the job log says of an
+    Artifact Registry name nobody pushed, said first)."""
+    said = ctx.unpushed(image_uri) if ctx.unpushed is not None else ""
+    if said:
+        note(said)
+    return Program(
+        command + args,
+        image.env,
+        env,
+        python=f"containers of {image_uri} ({image.digest})",
+        container=ContainerRun(image, command, args),
     )
 
 
