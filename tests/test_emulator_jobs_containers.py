@@ -1135,3 +1135,49 @@ def test_an_image_no_one_has_fails_the_job_at_once_saying_how_to_build_it(
         f"the Python environment of local image {stored}"
         in (job_dir(root, job) / "job.log").read_text()
     )
+
+
+@pytest.mark.timeout(900)
+def test_trainpools_own_components_are_containers_of_their_dependencies_with_this_trainpool(
+    engine: ContainerEngine, python_base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # trainpool's components image, on Vertex the root Dockerfile's image: here a container of
+    # its dependencies' image (the Dockerfile's FROM, trainpool's requirements at
+    # constraints.txt's versions, built on the engine once) with this checkout's trainpool
+    # bound read-only, so an edit runs without a new publish. plan_cluster plans from inside
+    # one; build_image's local path hands its context to the emulator's engine through a
+    # folder both sides see (the store is read-only in the task)
+    from fixtures.pipelines import compile_fixture
+
+    import trainpool
+    from trainpool.emulated.pipeline_run import run_local
+    from trainpool.emulator.pipeline_jobs import components_image
+
+    monkeypatch.delenv("VERTEX_AI_EMULATOR_HOST", raising=False)
+    source = tmp_path / "trainer"
+    source.mkdir()
+    (source / "Dockerfile").write_text(dockerfile(python_base))
+    (source / "task.py").write_text(TASK)
+    request = {"primary": {"machine_type": "n1-standard-4"}}
+    pipeline = compile_fixture("own_components", tmp_path)
+    root = tmp_path / "root"
+    result = run_local(pipeline, {"cluster_request": request, "source_dir": str(source)}, root)
+    assert result.state == "SUCCEEDED", result.error
+    mount = f"{components_image.SOURCE_MOUNT}/trainpool"
+    assert result.outputs["trainpool"] == f"{mount} writable=False container=True"
+    assert result.outputs["pools"][0]["machineSpec"]["machineType"] == "n1-standard-4"
+    name, _, image_id = result.outputs["image_uri"].partition("@")
+    assert name.startswith("local/own-built:ctx-")
+    assert engine.client.images.get(name).id == image_id  # built on the engine: not the store
+    transcript = result.transcript.read_text()
+    recipe = components_image.recipe()
+    assert f"a container of {recipe.tag}" in transcript
+    assert f"this checkout's trainpool ({Path(trainpool.__file__).parent})" in transcript
+    # the dependencies image holds trainpool's requirements at constraints.txt's versions
+    pinned = [line for line in recipe.constraints.splitlines() if line.startswith("kfp==")]
+    said = engine.client.containers.run(
+        recipe.tag, ["python3", "-c", "import kfp; print(f'kfp=={kfp.__version__}')"], remove=True
+    )
+    assert said.decode().split() == pinned
+    assert ours(engine, root) == []
+    engine.client.images.remove(name)

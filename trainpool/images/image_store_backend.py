@@ -133,8 +133,16 @@ class EngineBackend:
 
         from trainpool.emulator_client.registry import engine_call
 
+        # the emulator reads the tarball at its path: the store's own folder, else (a task in
+        # a container, where the store is read-only) TMPDIR, which its launcher sets to a
+        # folder bound at the same path (trainpool.emulator.pipeline_jobs.task_containers)
         folder = self.store.root / "tmp"
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=folder)
+            probe.close()
+        except OSError:
+            folder = Path(tempfile.gettempdir())
         with tempfile.NamedTemporaryFile(dir=folder, suffix=".tar.gz") as handle:
             with open(handle.name, "wb") as out:
                 context.write_tarball(out)

@@ -17,8 +17,9 @@ kfp.local's ``DockerRunner`` trap, where a container gone before ``wait()`` coun
   at theirs (the emulator's socket, the CA bundle, Google's client hook);
 - its output in the task's log and the run's transcript, line by line, as for a sandbox.
 
-Every other task (an image the engine cannot have: trainpool's own components image before
-it is built on the engine, GCPC's) runs in its sandbox (:class:`.task_sandboxes.TaskSandboxes`),
+A task of trainpool's own components image is a container of its dependencies' image with
+this checkout's trainpool bound read-only (:mod:`.components_image`). Every other task (an
+image the engine cannot have) runs in its sandbox (:class:`.task_sandboxes.TaskSandboxes`),
 and its log says why. Without an engine (or ``TRAINPOOL_CONTAINERS=off``) every task does.
 """
 
@@ -32,13 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.cluster_env.gcs import VERTEX_MOUNT
+from trainpool.emulator.builds.engine_builds import BuildFailed
 from trainpool.emulator.jobs import containers
 from trainpool.emulator.jobs.container_specs import ContainerLaunch, EngineImage
 from trainpool.emulator.jobs.containers import ContainerEngine, ContainerRunner
 from trainpool.emulator.jobs.engine_images import ImageUnavailable, StandInFailed, ensure_image
 from trainpool.emulator.jobs.launches import outside_paths
 from trainpool.emulator.jobs.processes import Launch, Replica
+from trainpool.emulator.pipeline_jobs import components_image
 from trainpool.emulator.pipeline_jobs.task_logs import append, follow, write_notes
+from trainpool.emulator.pipeline_jobs.task_python import is_components_image
 from trainpool.emulator.pipeline_jobs.task_sandboxes import GRACE_S, LOG, TaskSandboxes
 from trainpool.home import Home
 from trainpool.images import image_store
@@ -68,6 +72,7 @@ class TaskContainers:
         self.home = sandboxes.home
         self.runner = ContainerRunner(engine, self.home.root)
         self._images: dict[str, tuple[EngineImage | None, str]] = {}
+        self._sources: dict[str, Path] = {}
         self._lock = threading.Lock()
         self._running: dict[int, Replica] = {}
         self._stopped = False
@@ -136,7 +141,9 @@ class TaskContainers:
                 return self._images[name]
             found = self.engine.image(name) if name else None
             why = ""
-            if found is None and name and image_store.lookup(name, self.home.root) is not None:
+            if found is None and name and is_components_image(name):
+                found, why = self._components_image(name)
+            elif found is None and name and image_store.lookup(name, self.home.root) is not None:
                 # an image of the local image store (trainpool's components image, published
                 # with --local): its sandbox imitates it; never pulled by its name from a
                 # registry, where someone else's image may have it
@@ -154,6 +161,29 @@ class TaskContainers:
             self._images[name] = (found, why)
             return found, why
 
+    def _components_image(self, name: str) -> tuple[EngineImage | None, str]:
+        """trainpool's components image: a container of its dependencies' image with this
+        checkout's trainpool bound (:mod:`.components_image`), else its sandbox."""
+        log = self.sandboxes.run_dir / "components-deps-build.log"
+        try:
+            found = components_image.recipe()
+            with open(log, "a") as said:
+                image = components_image.ensure(self.engine, self.home, found, said)
+        except (components_image.NoRecipe, BuildFailed, OSError) as err:
+            said = f"{name}: trainpool's components image: {err}: the task runs in its sandbox"
+            return None, said
+        self._sources[name] = found.source / "trainpool"
+        built = log.stat().st_size > 0
+        if not built:
+            log.unlink()
+        return image, (f"built for this run, its log: {log}\n" if built else "") + (
+            f"{name}: trainpool's components image: a container of {image.ref} (its "
+            f"dependencies, built on the engine from the root Dockerfile's FROM {found.base} and "
+            f"constraints.txt) with this checkout's trainpool ({found.source / 'trainpool'}) "
+            f"bound read-only at {components_image.SOURCE_MOUNT}: edits run without a new "
+            "`trainpool publish`"
+        )
+
     def _launch(self, task: TaskStart, image: EngineImage, folder: Path) -> Launch:
         home = folder / "home"
         home.mkdir(parents=True, exist_ok=True)
@@ -169,7 +199,15 @@ class TaskContainers:
             (str(run_dir), str(run_dir), False),
             (str(folder.resolve()), str(folder.resolve()), False),
         ]
-        named = {k: v for k, v in env.items() if k != "PATH"}  # the image's, not this machine's
+        source = self._sources.get(task.image)
+        if source is not None:  # trainpool's components image: this checkout's trainpool
+            binds.append((str(source), f"{components_image.SOURCE_MOUNT}/trainpool", True))
+            env["PYTHONPATH"] = components_image.SOURCE_MOUNT
+            # a folder this machine sees at the same path: a build's context tarball handed
+            # to the emulator's engine (trainpool.images.image_store_backend.EngineBackend)
+            (folder / "tmp").mkdir(exist_ok=True)
+            env["TMPDIR"] = str((folder / "tmp").resolve())
+        named = {k: v for k, v in env.items() if k not in ("PATH", "PYTHONPATH")}
         binds += [
             (p, p, True)
             for p in outside_paths(named, [b[0] for b in binds])
