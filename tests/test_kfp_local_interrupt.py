@@ -16,6 +16,7 @@ from fixtures.pipelines import compile_fixture
 import trainpool.emulator as emulator
 from trainpool.config import EMULATOR_ENV
 from trainpool.emulator import root_lock
+from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.vertex.clients import job_client
 
 pytestmark = pytest.mark.timeout(120)
@@ -28,7 +29,8 @@ def replica_running(root: Path) -> bool:
 
 
 def start_run(tmp_path: Path, *params: str) -> tuple[subprocess.Popen[str], Path]:
-    """``trainpool run --local`` of the with_job fixture, once its replica runs."""
+    """``trainpool run --local`` of the with_job fixture, once its replica runs (with the
+    container engine where the test asked for it)."""
     pipeline = compile_fixture("with_job", tmp_path)
     root = tmp_path / "root"
     env = {k: v for k, v in os.environ.items() if k != EMULATOR_ENV}
@@ -98,6 +100,24 @@ def test_sigterm_cancels_the_runs_jobs_and_exits_non_zero(tmp_path: Path) -> Non
             del os.environ[EMULATOR_ENV]
     assert job.state.name == "JOB_STATE_CANCELLED"
     assert f"CustomJob {PARENT}/customJobs/1000: CANCELLED" in out
+
+
+@pytest.mark.timeout(600)
+def test_sigterm_of_a_run_of_containers_cancels_its_job_and_leaves_no_container(
+    engine: ContainerEngine, python_base: str, tmp_path: Path
+) -> None:
+    # the task (trainpool's components image: a container of its dependencies) and the job's
+    # replica (a container of python:3.11-slim) both containers: SIGTERM of the run ends the
+    # task, cancels the job, and the emulator that closes with the run leaves no container
+    from fixtures.engine import ours
+
+    run, root = start_run(tmp_path, "--param", f"image={python_base}")
+    assert len(ours(engine, root)) == 2  # the task and the replica
+    run.send_signal(signal.SIGTERM)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 128 + signal.SIGTERM, (out, err)
+    assert f"CustomJob {PARENT}/customJobs/1000: CANCELLED" in out
+    assert ours(engine, root) == []
 
 
 def test_sigkill_leaves_no_task_or_replica_running_after_5_s(tmp_path: Path) -> None:
