@@ -8,13 +8,19 @@ the emulator's HTTPS proxy, the CA bundle that trusts it, and gsutil's and gclou
 configuration for the REST ones. The image is a user's own: ``FROM python:3.11-slim``,
 ``pip install google-cloud-aiplatform gsutil`` (and ``google-auth-httplib2``, which gsutil's
 PyPI release imports without requiring it: "No module named 'google_auth_httplib2'"), built
-with ``docker build`` under ``trainpool exec`` as typed. Skipped, saying why, where no engine
-answers or the package index cannot be reached from a container.
+with ``docker build`` under ``trainpool exec`` as typed. A second image has curl (Debian's,
+``apt-get install`` as Dockerfiles do) and gcloud (this machine's google-cloud-cli, its Python
+part copied in, as Deep Learning Containers carry gcloud), and runs Google's REST recipe as
+typed: ``curl -H "Authorization: Bearer $(gcloud auth print-access-token)"``, then ``gcloud
+ai`` and ``gcloud storage``. Skipped, saying why, where no engine answers, the package index
+or Debian's mirror cannot be reached from a container, or gcloud is absent.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -103,3 +109,88 @@ def test_the_sdk_gapic_gsutil_and_storage_inside_a_container_reach_the_emulator(
     stored = emu.root / "gcs" / "bkt" / "clients" / "note.txt"
     assert stored.read_text() == "from gsutil in a container"
     engine.client.images.remove(image, force=True)
+
+
+SHELL_DOCKERFILE = """\
+FROM python:3.11-slim
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends curl >/dev/null \\
+ && rm -rf /var/lib/apt/lists/*
+COPY google-cloud-sdk /usr/lib/google-cloud-sdk
+RUN ln -s /usr/lib/google-cloud-sdk/bin/gcloud /usr/bin/gcloud
+COPY task.sh /task.sh
+ENTRYPOINT ["sh", "/task.sh"]
+"""
+SHELL_TASK = """\
+set -eu
+job="projects/$CLOUD_ML_PROJECT_ID/locations/us-central1/customJobs/$CLOUD_ML_JOB_ID"
+# Google's REST samples as typed: a bearer token from gcloud, curl at the regional endpoint
+token="$(gcloud auth print-access-token)"
+curl -sS --fail -H "Authorization: Bearer $token" \\
+  "https://us-central1-aiplatform.googleapis.com/v1/$job" > /tmp/job.json
+echo "CURL $(python3 -c 'import json; print(json.load(open("/tmp/job.json"))["displayName"])')"
+echo "GCLOUD $(gcloud ai custom-jobs describe "$job" --format='value(displayName,state)')"
+echo "from gcloud in a container" > /tmp/note.txt
+gcloud storage cp -q /tmp/note.txt gs://bkt/shell/note.txt
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_curl_and_gcloud_inside_a_container_reach_the_emulator(
+    emu: emulator.Emulator, engine: ContainerEngine, python_base: str, tmp_path: Path
+) -> None:
+    # a user's image with curl (Debian's, apt-get as Dockerfiles do) and gcloud (this
+    # machine's google-cloud-cli, copied in as Deep Learning Containers carry it): the token,
+    # the REST call, `gcloud ai` and `gcloud storage` from a replica all answered here
+    sdk = Path("/usr/lib/google-cloud-sdk")
+    if not (sdk / "bin" / "gcloud").is_file():
+        pytest.skip(f"no google-cloud-cli at {sdk} to copy into the image")
+    version = (sdk / "VERSION").read_text().strip()
+    recipe = hashlib.sha256((SHELL_DOCKERFILE + SHELL_TASK).encode()).hexdigest()[:12]
+    image = f"trainpool-test/shell-clients:{version}-{recipe}"  # built once, then kept
+    if engine.image(image) is None:
+        build_shell_image(emu, sdk, image, tmp_path / "source")
+    (emu.root / "gcs" / "bkt").mkdir(parents=True, exist_ok=True)
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": image},
+    }
+    client = job_client("us-central1")
+    made = client.create_custom_job(
+        parent=PARENT,
+        custom_job={"display_name": "shell-clients", "job_spec": {"worker_pool_specs": [pool]}},
+    )
+    folder = emu.root / "jobs" / made.name.rsplit("/", 1)[1]
+    done = wait_job(client.get_custom_job, made.name, 300, logs=folder)
+    printed = (folder / "workerpool0-0.log").read_text()
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, (done.error, printed[-3000:])
+    lines = printed.splitlines()
+    assert "CURL shell-clients" in lines
+    assert "GCLOUD shell-clients\tJOB_STATE_RUNNING" in lines
+    stored = emu.root / "gcs" / "bkt" / "shell" / "note.txt"
+    assert stored.read_text() == "from gcloud in a container\n"
+
+
+def build_shell_image(emu: emulator.Emulator, sdk: Path, image: str, source: Path) -> None:
+    """``docker build`` under ``trainpool exec`` of :data:`SHELL_DOCKERFILE` with ``sdk``'s
+    Python part; skips where Debian's mirror cannot be reached from a container."""
+    (source / "google-cloud-sdk").mkdir(parents=True)
+    copied = source / "google-cloud-sdk"
+    (copied / "bin").mkdir()
+    for part in ("lib", "VERSION", "properties", "bin/gcloud"):  # its Python, not its tools
+        # hard links where the folders share a file system (seconds), else a copy
+        if subprocess.run(["cp", "-al", str(sdk / part), str(copied / part)]).returncode:
+            subprocess.run(["cp", "-a", str(sdk / part), str(copied / part)], check=True)
+    (source / ".dockerignore").write_text("**/__pycache__\n")  # compiled for another Python
+    (source / "Dockerfile").write_text(SHELL_DOCKERFILE)
+    (source / "task.sh").write_text(SHELL_TASK)
+    built = shell(emu, ["docker", "build", "-t", image, str(source)], timeout=800)
+    said = built.stdout + built.stderr
+    if (
+        built.returncode != 0
+        and "apt-get" in said
+        and ("Could not" in said or "Failed to fetch" in said)
+    ):
+        pytest.skip(f"Debian's mirror cannot be reached from a container here: {said[-1500:]}")
+    assert built.returncode == 0, said[-4000:]
