@@ -167,8 +167,8 @@ class TaskContainers:
         log = self.sandboxes.run_dir / "components-deps-build.log"
         try:
             found = components_image.recipe()
-            with open(log, "a") as said:
-                image = components_image.ensure(self.engine, self.home, found, said)
+            with open(log, "a") as building:
+                image = components_image.ensure(self.engine, self.home, found, building)
         except (components_image.NoRecipe, BuildFailed, OSError) as err:
             said = f"{name}: trainpool's components image: {err}: the task runs in its sandbox"
             return None, said
