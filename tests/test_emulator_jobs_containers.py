@@ -780,15 +780,10 @@ def test_gpus_asked_of_an_engine_without_a_gpu_runtime_are_said_not_passed(
 
 def test_the_gpu_runtime_is_the_nvidia_one_the_engine_names() -> None:
     # docker info's Runtimes, where the NVIDIA Container Toolkit registers "nvidia"
-    class Info:
-        def __init__(self, runtimes: dict[str, Any]) -> None:
-            self.runtimes = runtimes
-
-        def info(self) -> dict[str, Any]:
-            return {"Runtimes": self.runtimes}
-
-    assert containers.gpu_runtime(Info({"runc": {}, "nvidia": {"path": "x"}})) == "nvidia"
-    assert containers.gpu_runtime(Info({"runc": {}, "io.containerd.runc.v2": {}})) == ""
+    info = {"Runtimes": {"runc": {}, "nvidia": {"path": "x"}}}
+    assert containers.gpu_runtime(info) == "nvidia"
+    assert containers.gpu_runtime({"Runtimes": {"runc": {}, "io.containerd.runc.v2": {}}}) == ""
+    assert containers.gpu_runtime({}) == ""  # an engine that did not say
 
 
 @pytest.mark.timeout(600)

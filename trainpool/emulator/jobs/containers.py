@@ -126,9 +126,10 @@ class ContainerEngine:
         )
         number, api = version.get("Version", "?"), version.get("ApiVersion", "?")
         self.describe = f"{product} Engine {number} (API {api}) at {url}"
-        self.gpu_runtime = gpu_runtime(client)
+        info = engine_info(client)
+        self.gpu_runtime = gpu_runtime(info)
         """The engine's runtime that passes NVIDIA GPUs ("" where it has none)."""
-        self.data_root = data_root(client)
+        self.data_root = data_root(info)
         """Where the engine keeps its images and containers' files, when that folder is on
         this machine ("" otherwise: an engine on another machine, or one that does not say)."""
 
@@ -193,27 +194,27 @@ class ContainerEngine:
         )
 
 
-def data_root(client: Any) -> str:
+def engine_info(client: Any) -> dict[str, Any]:
+    """``docker info`` of the engine; empty where it does not say."""
+    try:
+        return dict(client.info())
+    except Exception:  # noqa: BLE001 - an engine that does not say
+        return {}
+
+
+def data_root(info: Mapping[str, Any]) -> str:
     """The engine's data folder (``docker info``'s DockerRootDir; Podman's GraphRoot) when it
     is a folder of this machine, else ""."""
-    try:
-        info = client.info()
-    except Exception:  # noqa: BLE001 - an engine that does not say
-        return ""
     store = info.get("Store") if isinstance(info.get("Store"), dict) else {}
     found = str(info.get("DockerRootDir") or (store or {}).get("GraphRoot") or "")
     return found if found and os.path.isdir(found) else ""
 
 
-def gpu_runtime(client: Any) -> str:
+def gpu_runtime(info: Mapping[str, Any]) -> str:
     """The runtime of the engine that passes NVIDIA GPUs to containers: ``nvidia`` where the
     NVIDIA Container Toolkit registered it (``docker info``'s ``Runtimes``; what ``docker run
     --gpus`` and docker-py's ``DeviceRequest`` need), else ""."""
-    try:
-        runtimes = client.info().get("Runtimes") or {}
-    except Exception:  # noqa: BLE001 - an engine that does not say has none to offer
-        return ""
-    return "nvidia" if "nvidia" in runtimes else ""
+    return "nvidia" if "nvidia" in (info.get("Runtimes") or {}) else ""
 
 
 def connect(environ: Mapping[str, str] | None = None) -> tuple[ContainerEngine | None, str]:
