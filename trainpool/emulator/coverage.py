@@ -100,6 +100,21 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
         "tests/test_emulator_jobs_containers.py",
     ),
     (
+        "a pipeline task (trainpool run --local, a PipelineJob), with a container engine",
+        "a container of its component's image where the engine has it or can be given "
+        "(pulled, a stand-in: python:3.X-slim, GCPC's image); trainpool's own components a "
+        "container of their dependencies' image (the root Dockerfile's FROM and "
+        "constraints.txt, built once) with this checkout's trainpool bound read-only; any "
+        "other image: its sandbox, said in the task's log",
+        "tests/test_emulator_jobs_containers.py",
+    ),
+    (
+        "curl, gcloud, gsutil, the SDK and the gapic clients inside a replica's container",
+        "answered by the emulator as under trainpool exec (its HTTPS proxy and CA, gcloud's "
+        "and gsutil's configuration, Google's client hook); no Google host reached",
+        "tests/test_emulator_containers_clients.py",
+    ),
+    (
         "docker pull IMAGE (Artifact Registry, gcr.io), under trainpool exec",
         "answers what a push recorded in the emulator's Artifact Registry (a moved tag put "
         "back); manifest unknown for a name nobody pushed, whatever the engine holds",
