@@ -11,6 +11,7 @@ replicas get SIGTERM first. Skipped, saying why, where no engine answers.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -1176,3 +1177,34 @@ def test_trainpools_own_components_are_containers_of_their_dependencies_with_thi
     assert said.decode().split() == pinned
     assert ours(engine, root) == []
     engine.client.images.remove(name)
+
+
+@pytest.mark.timeout(600)
+def test_a_components_task_whose_dependencies_cannot_be_built_runs_in_its_sandbox_saying_why(
+    engine: ContainerEngine, python_base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a requirement the package index does not have: the dependencies image's pip step fails;
+    # the task runs in its sandbox (this emulator's packages), its log naming the failed step
+    from fixtures.pipelines import compile_fixture
+
+    from trainpool.emulated.pipeline_run import run_local
+    from trainpool.emulator.pipeline_jobs import components_image
+
+    monkeypatch.delenv("VERTEX_AI_EMULATOR_HOST", raising=False)
+    real = components_image.recipe()
+    broken = dataclasses.replace(
+        real, requirements=(*real.requirements, "trainpool-no-such-package==0.0.1")
+    )
+    monkeypatch.setattr(components_image, "recipe", lambda source=None: broken)
+    root = tmp_path / "root"
+    result = run_local(compile_fixture("which_trainpool", tmp_path), {}, root)
+    assert result.state == "SUCCEEDED", result.error
+    # this emulator's packages with its trainpool linked first, not the bound one
+    folder = result.outputs["Output"].split()[0]
+    assert folder.startswith(str(root / "environments" / "trainpool-source")), folder
+    transcript = result.transcript.read_text()
+    assert "trainpool's components image: Step 3/4 : RUN python3 -m pip install" in transcript
+    assert "trainpool-no-such-package==0.0.1" in transcript
+    assert "the task runs in its sandbox" in transcript
+    assert engine.image(broken.tag) is None
+    assert ours(engine, root) == []
