@@ -1208,3 +1208,31 @@ def test_a_components_task_whose_dependencies_cannot_be_built_runs_in_its_sandbo
     assert "the task runs in its sandbox" in transcript
     assert engine.image(broken.tag) is None
     assert ours(engine, root) == []
+
+
+@pytest.mark.timeout(300)
+def test_a_containers_output_the_store_cannot_hold_fails_the_job_naming_what_was_kept(
+    engine: ContainerEngine, python_base: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the container follower keeps what fits, as the guard's pumps do, and says so with the
+    # replica's exit: RESOURCE_EXHAUSTED naming the store's disk, never SUCCEEDED
+    from fixtures.disks import tmpfs
+
+    disk = tmpfs(tmp_path / "disk", "20M")
+    root = next(disk) / "root"
+    speak = "import sys\nfor _ in range(30_000):\n    sys.stdout.write('x' * 999 + '\\n')\n"
+    try:
+        with emulator.start(root, storage=False) as emu:
+            monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+            client = job_client("us-central1")
+            job = create(client, [pool(1, python_base, command=["python3", "-c", speak])])
+            done = wait(client, root, job, 120)
+            assert done.state == JobState.JOB_STATE_FAILED, done.error.message
+            assert done.error.code == 8, done.error.message  # RESOURCE_EXHAUSTED
+            message = done.error.message
+            assert message.startswith(f"No space left on the disk of the emulator's store {root}")
+            assert "workerpool0-0's output could not all be kept" in message
+            assert "exited with status 0" in message  # its own run went well
+            assert ours(engine, root) == []
+    finally:
+        next(disk, None)

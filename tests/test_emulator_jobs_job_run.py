@@ -9,13 +9,13 @@ creates nothing. The store sits on a small tmpfs of its own (root only).
 
 from __future__ import annotations
 
-import os
-import subprocess
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.disks import tmpfs
 from fixtures.jobs import wait_job
 from fixtures.vertex import PARENT
 from google.api_core import exceptions
@@ -30,19 +30,13 @@ pytestmark = pytest.mark.timeout(90)
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 4 MiB tmpfs, unmounted after the test."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4M", "tmpfs", str(disk)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    try:
-        yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+    yield from tmpfs(tmp_path / "disk", "4M")
+
+
+@pytest.fixture
+def twenty_mb(tmp_path: Path) -> Iterator[Path]:
+    """A 20 MiB tmpfs (the issue's), unmounted after the test."""
+    yield from tmpfs(tmp_path / "disk", "20M")
 
 
 def fill(disk: Path) -> Path:
@@ -134,3 +128,63 @@ def test_a_replica_whose_own_write_fills_the_disk_fails_the_job_naming_the_disk(
     message = done.error.message
     assert message.startswith(f"No space left on the disk of the emulator's store {root}: ")
     assert "The replica workerpool0-0 exited with a non-zero status of 1" in message
+
+
+SPEAK = (
+    "import sys\n"
+    "line = 'x' * 999 + '\\n'\n"
+    "for _ in range(30_000):\n"
+    "    sys.stdout.write(line)\n"
+    "sys.stdout.flush()\n"
+)
+"""30 MB of output, a thousand bytes a line."""
+
+
+def test_output_the_disk_cannot_hold_fails_the_job_naming_the_disk_and_what_was_kept(
+    twenty_mb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the issue's case: a 2-pool job whose replicas print 30 MB each on a 20 MB store. Their
+    # logs keep what fit; the job ends FAILED RESOURCE_EXHAUSTED, naming the disk and how
+    # much of each log was kept, never SUCCEEDED with output missing. Room again: a job
+    # succeeds without a restart, and the failed one is still FAILED after one
+    root = twenty_mb / "root"
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": "python:3.11", "command": ["python3", "-c", SPEAK]},
+    }
+    with emulator.start(root, storage=False) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        spec = {"worker_pool_specs": [pool, pool]}
+        job = client.create_custom_job(
+            parent=PARENT, custom_job={"display_name": "speaks", "job_spec": spec}
+        )
+        done = wait_job(client.get_custom_job, job.name, 60)
+        assert done.state == JobState.JOB_STATE_FAILED, done.error.message
+        assert done.error.code == 8, done.error.message  # RESOURCE_EXHAUSTED
+        message = done.error.message
+        assert message.startswith(f"No space left on the disk of the emulator's store {root}")
+        folder = root / "jobs" / job.name.rsplit("/", 1)[1]
+        found = re.search(r"its log (\S+) holds the first (\d+) bytes of its output", message)
+        assert found is not None, message
+        log, kept = Path(found[1]), int(found[2])
+        assert log.parent == folder and kept < 30_000_000
+        assert log.stat().st_size >= kept  # what it said was kept is there
+        for path in folder.glob("*.log"):  # room again
+            path.unlink()
+        for path in (root / "logging").glob("*"):
+            path.unlink()
+        quiet = {**pool, "container_spec": {**pool["container_spec"], "args": []}}
+        quiet["container_spec"]["command"] = ["python3", "-c", "print('fits')"]
+        again = client.create_custom_job(
+            parent=PARENT,
+            custom_job={"display_name": "fits", "job_spec": {"worker_pool_specs": [quiet]}},
+        )
+        assert wait_job(client.get_custom_job, again.name, 60).state == (
+            JobState.JOB_STATE_SUCCEEDED
+        )
+    with emulator.start(root, storage=False) as emu:  # the records were not damaged
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        kept_job = job_client("us-central1").get_custom_job(name=job.name)
+        assert kept_job.state == JobState.JOB_STATE_FAILED and kept_job.error.code == 8

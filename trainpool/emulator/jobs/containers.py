@@ -63,7 +63,13 @@ from typing import IO, Any
 
 from trainpool.emulator.jobs import replica_guard
 from trainpool.emulator.jobs.container_specs import EngineImage
-from trainpool.emulator.jobs.processes import TERMINATE_GRACE_S, Launch, ProcessId, Replica
+from trainpool.emulator.jobs.processes import (
+    TERMINATE_GRACE_S,
+    Launch,
+    ProcessId,
+    Replica,
+    output_loss,
+)
 from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
 
 SWITCH_ENV = "TRAINPOOL_CONTAINERS"
@@ -258,21 +264,47 @@ class _Lines:
     def __init__(self, stream: str, entries: IO[bytes] | None) -> None:
         self.stream, self.entries, self.pending = stream, entries, b""
 
-    def feed(self, data: bytes, final: bool = False) -> None:
+    def feed(self, data: bytes, final: bool = False) -> OSError | None:
         if self.entries is None:
-            return
+            return None
         out, self.pending = replica_guard.entry_lines(self.stream, self.pending + data, final)
-        if out:
-            _write(self.entries, out)
+        return _write(self.entries, out) if out else None
 
 
-def _write(handle: IO[bytes], data: bytes) -> None:
-    """Write and flush; a full disk drops it, as the guard's pumps do."""
+def _write(handle: IO[bytes], data: bytes) -> OSError | None:
+    """Write and flush; a full disk drops it, as the guard's pumps do, and is returned."""
     try:
         handle.write(data)
         handle.flush()
-    except OSError:
-        pass
+    except OSError as err:
+        return err
+    return None
+
+
+def _close(handle: IO[bytes]) -> OSError | None:
+    """Close (the last flush included); a full disk is returned, the file closed all the same."""
+    try:
+        handle.close()
+    except OSError as err:
+        return err
+    return None
+
+
+class _Loss:
+    """The first write of a replica's output the disk refused (:func:`processes.output_loss`)."""
+
+    def __init__(self, log: IO[bytes]) -> None:
+        self.log = log
+        self.lost: dict[str, object] | None = None
+
+    def note(self, err: OSError | None, what: str) -> None:
+        if err is None or self.lost is not None:
+            return
+        try:
+            kept = os.fstat(self.log.fileno()).st_size
+        except (OSError, ValueError):
+            kept = -1
+        self.lost = {"file": what, "kept": kept, "error": err.strerror or str(err)}
 
 
 class ContainerRunner:
@@ -361,13 +393,14 @@ class ContainerRunner:
         """Copy the container's output until it ends, then its status; remove it; report."""
         container = replica.container
         lines = {"o": _Lines("o", entries), "e": _Lines("e", entries)}
+        loss = _Loss(log)
         status = ENGINE_LOST
         try:
             for out, err in stream:
                 for key, chunk in (("o", out), ("e", err)):
                     if chunk:
-                        _write(log, chunk)
-                        lines[key].feed(chunk)
+                        loss.note(_write(log, chunk), "log")
+                        loss.note(lines[key].feed(chunk), "entries")
             status = int(container.wait()["StatusCode"])
             if status != 0:  # before it is removed: its files still hold the disk
                 replica.disk_full = self.engine.disk_full(
@@ -387,10 +420,12 @@ class ContainerRunner:
         finally:
             try:
                 for sink in lines.values():
-                    sink.feed(b"", final=True)
-                log.close()
-                if entries is not None:
-                    entries.close()
+                    loss.note(sink.feed(b"", final=True), "entries")
+                for handle in (log, entries):  # a close flushes: the disk may refuse that too
+                    if handle is not None:
+                        loss.note(_close(handle), "log" if handle is log else "entries")
+                if loss.lost is not None:
+                    replica.output_lost = output_loss(replica.launch, loss.lost)
                 _remove(container)
             finally:  # whatever happened, the replica has ended: the job never waits forever
                 replica.ended(status)

@@ -22,9 +22,10 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trainpool.cluster_env.gcs import VERTEX_MOUNT
 from trainpool.emulator.jobs.container_specs import ContainerLaunch
@@ -141,6 +142,9 @@ class Replica:
         self.disk_full: OSError | None = None
         """Of a container that failed while its engine's disk was full: that disk, named (the
         job fails RESOURCE_EXHAUSTED, as when the store's disk is full)."""
+        self.output_lost = ""
+        """What of its output the disk refused to keep, in words (:func:`output_loss`); set
+        before it is reported ended: the job fails RESOURCE_EXHAUSTED, whatever its status."""
         self._status: int | None = None
         self._ended = threading.Event()
         self._lock = threading.Lock()
@@ -184,6 +188,23 @@ class Replica:
                 listener(self)
             except Exception:  # noqa: BLE001 - one listener's failure stops no other
                 pass
+
+
+def output_loss(launch: Launch, lost: Mapping[str, Any]) -> str:
+    """What a replica lost of its output, in words, from what its pump reported: ``file``
+    (``log`` or ``entries``, the log entries), ``kept`` (the log's size at the first write
+    the disk refused) and ``error``."""
+    where = launch.log if lost.get("file") == "log" else launch.entries or launch.log
+    kept = int(lost.get("kept", -1))
+    held = (
+        f"its log {launch.log} holds the first {kept} bytes of its output"
+        if kept >= 0
+        else f"its log is {launch.log}"
+    )
+    return (
+        f"{launch.name}'s output could not all be kept ({lost.get('error')} writing {where}): "
+        f"{held}; what it wrote after that was lost"
+    )
 
 
 def check_executable(launch: Launch) -> None:

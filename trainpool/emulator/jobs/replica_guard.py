@@ -15,7 +15,9 @@ namespace of its own (below). On standard output: ``{"id": N,
 "pid": P, "ticks": T}`` once the replica is forked (``T``: its start time in clock ticks,
 ``/proc/P/stat`` field 22, read before the process can be reaped), or ``{"id": N, "error":
 TEXT, "errno": E}`` when it could not be; and ``{"pid": P, "status": S}`` when replica ``P`` ended
-(``S``: its wait status). Each replica runs in a session (process group) of its own (made
+(``S``: its wait status; with ``"lost": {"file": "log" or "entries", "kept": BYTES,
+"error": TEXT}`` when the disk refused a write of its output: which file, the size of its
+log then, and why). Each replica runs in a session (process group) of its own (made
 before its start is reported, so the emulator can signal the group at once), with
 standard input from ``/dev/null``, standard output and error appended to ``FILE``; an argv
 that cannot be executed writes why to ``FILE`` and exits 127, as a shell does. With
@@ -40,7 +42,8 @@ entry per line with its stream (:mod:`trainpool.emulator.cloud_logging` serves t
 line longer than :data:`MAX_LINE` bytes is cut into several entries. Before the guard
 reports a replica's exit it reads what the replica left in its pipes, so a job that has
 ended has its output logged; what its orphans write later is logged as it comes. A write
-the disk refuses is dropped, never fatal to the guard.
+the disk refuses is dropped, never fatal to the guard, and the replica's exit says so
+(``"lost"``): the job then fails, naming the disk, rather than end with output missing.
 
 Starting replicas from this one process, rather than a guard process per replica, costs a
 ``fork`` of a small process per replica instead of an interpreter's start, and gives the
@@ -174,6 +177,8 @@ class Pump:
     def __init__(self, fd: int, stream: str, log: int, entries: int) -> None:
         self.fd, self.stream, self.log, self.entries = fd, stream, log, entries
         self.pending = b""
+        self.lost: dict[str, object] | None = None
+        """The first write the disk refused: which file, the log's size then, the error."""
         os.set_blocking(fd, False)
         selector.register(fd, selectors.EVENT_READ, self)
 
@@ -190,13 +195,22 @@ class Pump:
                 self._lines(self.pending, final=True)
                 self.close()
                 return False
-            _write_all(self.log, chunk)
+            self._keep(self.log, chunk, "log")
             self._lines(self.pending + chunk)
 
     def _lines(self, data: bytes, final: bool = False) -> None:
         out, self.pending = entry_lines(self.stream, data, final)
         if out:
-            _write_all(self.entries, out)
+            self._keep(self.entries, out, "entries")
+
+    def _keep(self, fd: int, data: bytes, what: str) -> None:
+        err = _write_all(fd, data)
+        if err is not None and self.lost is None:
+            try:
+                kept = os.fstat(self.log).st_size
+            except OSError:
+                kept = -1
+            self.lost = {"file": what, "kept": kept, "error": err.strerror or str(err)}
 
     def close(self) -> None:
         try:
@@ -236,13 +250,15 @@ def now_rfc3339() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e6):06d}Z"
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """Write ``data`` whole; a full disk or any other refusal drops it (never the guard)."""
+def _write_all(fd: int, data: bytes) -> OSError | None:
+    """Write ``data`` whole; a full disk or any other refusal drops it (never the guard) and
+    is returned, for the replica's exit to report."""
     try:
         while data:
             data = data[os.write(fd, data) :]
-    except OSError:
-        pass
+    except OSError as err:
+        return err
+    return None
 
 
 def _pipes(request: dict[str, object], log: int) -> tuple[list[int], list[Pump]] | None:
@@ -347,10 +363,15 @@ def _reap() -> None:
         if pid == 0:
             return
         live.discard(pid)
-        for pump in pumps.pop(pid, ()):  # what it wrote before it ended is logged first
+        streams = pumps.pop(pid, [])
+        for pump in streams:  # what it wrote before it ended is logged first
             if pump.fd in selector.get_map():
                 pump.read()
-        _send({"pid": pid, "status": status})
+        ended: dict[str, object] = {"pid": pid, "status": status}
+        lost = [pump.lost for pump in streams if pump.lost is not None]
+        if lost:
+            ended["lost"] = lost[0]
+        _send(ended)
 
 
 def main(argv: list[str]) -> None:

@@ -18,6 +18,10 @@
 - Preemption (``preempt`` set) stops every replica the same way, as a VM going away, and
   fails the job as :data:`trainpool.emulator.jobs.failure_rules.PREEMPTION_RULE` says: no restart,
   no retry.
+- A replica whose output the disk refused to keep, in part (its log or its log entries:
+  ``Replica.output_lost``, which the guard's pumps and the container follower report with its
+  exit), fails the job RESOURCE_EXHAUSTED, naming the disk and how much of its log was kept,
+  whatever its exit status: a job never ends SUCCEEDED with output missing.
 - A replica that fails while the store's disk is full (``full`` says so), or a container
   whose engine's disk was full when it exited (``Replica.disk_full``, seen before the
   container is removed), fails the job RESOURCE_EXHAUSTED, naming the disk, whatever its exit
@@ -217,6 +221,8 @@ class JobReplicas:
                 return None  # the old replicas are still stopping: nothing else is decided
         for replica in list(self.replicas.values()):
             status = replica.exit_status()
+            if status is not None and replica.output_lost:
+                return self.output_lost(replica, status)
             if status not in (None, 0):
                 try:
                     outcome = self.on_failure(replica, status)
@@ -260,6 +266,23 @@ class JobReplicas:
         if self.kills.get(kill.replica, 0) < kill.times and now - replica.started >= kill.after_s:
             self.kills[kill.replica] = self.kills.get(kill.replica, 0) + 1
             self.runner.kill(replica)
+
+    def output_lost(self, replica: Replica, status: int) -> Outcome:
+        """A replica whose output the disk refused to keep, in part: the job fails, naming the
+        disk and what was kept, whatever its exit status (never SUCCEEDED with output
+        missing; never restarted onto a disk that has no room)."""
+        full = self.full()
+        disk = f"{full.strerror}.\n" if full is not None else ""
+        shut = (
+            "The job was shut down rather than end with the replica's output missing; free "
+            "some space on the store's disk and create the job again."
+        )
+        ended = (
+            f"The replica {replica.launch.name} exited with status 0.\n{shut}"
+            if status == 0
+            else failure_message(replica, status, shut)
+        )
+        return Outcome("FAILED", CODE_RESOURCE_EXHAUSTED, f"{disk}{replica.output_lost}.\n{ended}")
 
     def on_failure(self, replica: Replica, status: int) -> Outcome | None:
         """Restart what Vertex would restart; the job's failure when it would not."""

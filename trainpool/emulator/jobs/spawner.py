@@ -140,6 +140,8 @@ class _Guard:
         with self._lock:
             ended = self._live.pop(int(message["pid"]), None)
         if ended is not None:
+            if isinstance(message.get("lost"), dict):
+                ended.output_lost = processes.output_loss(ended.launch, message["lost"])
             ended.ended(exit_status(int(message["status"])))
 
     def _lost(self) -> None:
