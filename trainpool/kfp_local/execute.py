@@ -25,6 +25,7 @@ ends the run CANCELLED (:mod:`trainpool.kfp_local.interrupt`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -284,7 +285,8 @@ class PipelineExecution:
                 "VERTEX_AI_PIPELINES_RUN_LABELS": run_labels(self.run_id),
             }
             stack.enter_context(patched_environ(env))
-            log = TaskLog(stack.enter_context(open(self.transcript, "w", encoding="utf-8")))
+            log = TaskLog(open(self.transcript, "w", encoding="utf-8"))  # noqa: SIM115
+            stack.callback(log.close_transcript)
             if around is not None:
                 stack.enter_context(around(log))
             tasks = TaskDetails(self.home.gcs, self.spec)
@@ -293,7 +295,11 @@ class PipelineExecution:
 
                 def write_details() -> None:
                     with writing:
-                        tasks.write(log.snapshot(), details)
+                        try:
+                            tasks.write(log.snapshot(), details)
+                        except OSError as err:  # a full disk: the next write tries again
+                            if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+                                raise
 
                 log.on_change = write_details  # a task that began is on record at once
                 stack.callback(write_details)
@@ -346,6 +352,9 @@ class PipelineExecution:
             for state in log.snapshot():
                 if state.state == "RUNNING":
                     log.end(state.task_id, "CANCELLED" if signals_seen else "FAILED")
+            log.flush()
+            if log.lost:  # never SUCCEEDED with the transcript cut: the disk is named
+                error = f"{error}\n{log.lost}" if error else log.lost
         return Execution(
             pipeline=self.pipeline,
             state=("CANCELLED" if signals_seen else "FAILED") if error else "SUCCEEDED",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
 import re
 import threading
 import time
@@ -58,6 +59,9 @@ class TaskLog(io.TextIOBase):
         self._ids = itertools.count(first_id)
         self.tasks: dict[int, TaskState] = {}
         self.run_dir: Path | None = None
+        self.lost = ""
+        """The first write of the transcript the disk refused, in words ("" when none): the
+        run then fails, saying so, rather than end SUCCEEDED with its transcript cut."""
         self.on_change: Callable[[], None] = lambda: None
         """Called (outside the lock) once a task has begun or changed state: the run's task
         details are written then, so a task that started is on record even if the run is
@@ -73,7 +77,10 @@ class TaskLog(io.TextIOBase):
 
     def write(self, text: str) -> int:
         with self._lock:
-            self._transcript.write(text)
+            try:
+                self._transcript.write(text)
+            except OSError as err:  # a full disk: kept up to here, and said at the end
+                self._lose(err)
             self._partial += text
             *lines, self._partial = self._partial.split("\n")
             for line in lines:
@@ -92,7 +99,28 @@ class TaskLog(io.TextIOBase):
 
     def flush(self) -> None:
         with self._lock:
-            self._transcript.flush()
+            try:
+                self._transcript.flush()
+            except OSError as err:
+                self._lose(err)
+
+    def close_transcript(self) -> None:
+        """Close the transcript file; a last flush the disk refuses is recorded, not raised."""
+        with self._lock:
+            try:
+                self._transcript.close()
+            except OSError as err:
+                self._lose(err)
+
+    def _lose(self, err: OSError) -> None:
+        if self.lost:
+            return
+        name = str(getattr(self._transcript, "name", "") or "the run's transcript")
+        try:
+            held = f": it holds its first {os.path.getsize(name)} bytes"
+        except OSError:
+            held = ""
+        self.lost = f"{err.strerror or err} writing the run's transcript {name}{held}"
 
     def new_id(self) -> int:
         """The id of the next task of the run (ids count up from the run's root task's)."""

@@ -3,6 +3,7 @@ first, then its output, followed line by line as the task writes it."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +26,25 @@ def follow(replica: Replica, log: Path, offset: int, say: Callable[[str], None])
             if status is not None:
                 if pending:
                     say(pending.decode("utf-8", "replace"))
+                lost = replica.output_lost or (full_disk(log) if status != 0 else "")
+                if lost:  # a task never ends SUCCEEDED with its output missing
+                    say(f"the task failed: {lost}; free some space and run it again")
+                    return status or 1
                 return status
+
+
+def full_disk(log: Path) -> str:
+    """The disk of ``log`` named when it is full (below the store's reserve), else ""."""
+    from trainpool.emulator.records.database import MIN_FREE_BYTES
+
+    try:
+        info = os.statvfs(log.parent)
+    except OSError:
+        return ""
+    free = info.f_bavail * info.f_frsize
+    if free >= MIN_FREE_BYTES:
+        return ""
+    return f"No space left on the disk of {log.parent} ({free} bytes free when the task ended)"
 
 
 def append(log: Path, lines: list[str]) -> None:
