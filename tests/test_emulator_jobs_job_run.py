@@ -188,3 +188,47 @@ def test_output_the_disk_cannot_hold_fails_the_job_naming_the_disk_and_what_was_
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         kept_job = job_client("us-central1").get_custom_job(name=job.name)
         assert kept_job.state == JobState.JOB_STATE_FAILED and kept_job.error.code == 8
+
+
+def test_a_trial_whose_output_the_disk_cannot_hold_is_infeasible_and_the_sweep_fails_naming_it(
+    twenty_mb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each trial's replica prints 30 MB on the 20 MB store: the first trial's job fails
+    # RESOURCE_EXHAUSTED (its output not all kept), the trial INFEASIBLE (Vertex's failed
+    # trial) with that reason; the sweep, which cannot record more on the full disk, fails
+    # RESOURCE_EXHAUSTED naming it, rather than run on or stay RUNNING
+    root = twenty_mb / "root"
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": "python:3.11", "command": ["python3", "-c", SPEAK]},
+    }
+    sweep = {
+        "display_name": "speaking-trials",
+        "max_trial_count": 2,
+        "parallel_trial_count": 1,
+        "max_failed_trial_count": 1,
+        "study_spec": {
+            "metrics": [{"metric_id": "loss", "goal": "MINIMIZE"}],
+            "parameters": [{"parameter_id": "x", "discrete_value_spec": {"values": [1.0, 2.0]}}],
+            "algorithm": "GRID_SEARCH",
+        },
+        "trial_job_spec": {"worker_pool_specs": [pool]},
+    }
+    with emulator.start(root, storage=False) as emu:
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        made = client.create_hyperparameter_tuning_job(
+            parent=PARENT, hyperparameter_tuning_job=sweep
+        )
+        done = wait_job(client.get_hyperparameter_tuning_job, made.name, 90)
+    assert done.state == JobState.JOB_STATE_FAILED, done.error
+    assert done.error.code == 8, done.error.message  # RESOURCE_EXHAUSTED
+    assert f"No space left on the disk of the emulator's store {root}" in done.error.message
+    # Vertex's Trial.State has no FAILED: a failed trial is INFEASIBLE, with the reason
+    first = done.trials[0]
+    assert first.state.name == "INFEASIBLE"
+    assert first.infeasible_reason.startswith(
+        f"No space left on the disk of the emulator's store {root}"
+    )
+    assert "workerpool0-0's output could not all be kept" in first.infeasible_reason
