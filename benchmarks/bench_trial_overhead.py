@@ -1,13 +1,19 @@
 """What the emulator adds per trial: a 40-trial sweep against the same 40 processes started bare.
 
-Run: ``python3 benchmarks/bench_trial_overhead.py [--trials 40] [--parallel 4] [--repeats 3]``.
+Run: ``python3 benchmarks/bench_trial_overhead.py [--trials 40] [--parallel 4] [--repeats 3]
+[--image URI]``.
 
 The trainer only reports its metric with cloudml-hypertune (``hypertune``), so the time is
-the emulator's and Python's start-up. Each repeat runs, in alternating order (so that a busy
-machine hurts both alike):
+the emulator's and Python's start-up. Its image is a Vertex prebuilt training image
+(default ``sklearn-cpu.1-0``), whose stand-in holds hypertune, as the real one does: the
+stand-in's environment is built once, before any figure, in ``--environments`` (default
+``~/.cache/trainpool/bench-environments``, kept across runs). The server runs without a
+container engine (``TRAINPOOL_CONTAINERS=off``): this measures the process runner. Each
+repeat runs, in alternating order (so that a busy machine hurts both alike):
 
-- **bare**: the 40 trainer processes, ``--parallel`` at a time, started by this script with
-  their metric file and trial id set by hand (the floor: nothing but the processes);
+- **bare**: the 40 trainer processes, ``--parallel`` at a time, on the stand-in's own Python,
+  started by this script with their metric file and trial id set by hand (the floor:
+  nothing but the processes);
 - **sweep**: a HyperparameterTuningJob of 40 trials, ``--parallel`` in parallel, on an
   emulator server (``python -m trainpool.cli emulator``, a process of its own); its time is
   from Create to the job's recorded end (``end_time - create_time``).
@@ -32,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 PARENT = "projects/bench/locations/us-central1"
+IMAGE = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"
 FINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
 TRAINER = """
 import argparse
@@ -45,11 +52,20 @@ hypertune.HyperTune().report_hyperparameter_tuning_metric(
 """
 
 
-def start_server(root: Path) -> tuple[subprocess.Popen[str], str]:
+def link(root: Path, environments: Path) -> None:
+    """``root``'s environments are ``environments``, kept across runs."""
     root.mkdir(parents=True, exist_ok=True)
+    environments.mkdir(parents=True, exist_ok=True)
+    (root / "environments").symlink_to(environments, target_is_directory=True)
+
+
+def start_server(root: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(root)],
         cwd=root,  # not this checkout: ``-m`` puts the working directory first on the path
+        # the process runner's overhead: trials of "local/none" imitate it with this machine's
+        # Python, where an engine would refuse an image it does not have
+        env={**os.environ, "TRAINPOOL_CONTAINERS": "off"},
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -82,13 +98,13 @@ print(json.dumps([time.perf_counter() - began, codes]))
 """
 
 
-def bare(trainer: Path, out: Path, trials: int, parallel: int) -> float:
+def bare(trainer: Path, out: Path, trials: int, parallel: int, python: Path) -> float:
     """``trials`` trainer processes, ``parallel`` at a time, started by a small stdlib-only
     process as the emulator starts replicas (a minimal environment, each in a session of its
     own, which also gives each its own share of the CPUs where the kernel groups by session);
     seconds from the first start to the last end."""
     out.mkdir(parents=True, exist_ok=True)
-    request = json.dumps([str(trainer), str(out), trials, parallel, sys.executable])
+    request = json.dumps([str(trainer), str(out), trials, parallel, str(python)])
     result = subprocess.run(
         [sys.executable, "-I", "-c", BARE, request], capture_output=True, text=True, check=True
     )
@@ -98,12 +114,12 @@ def bare(trainer: Path, out: Path, trials: int, parallel: int) -> float:
     return float(wall)
 
 
-def sweep(client: Any, trainer: Path, trials: int, parallel: int) -> float:
+def sweep(client: Any, trainer: Path, trials: int, parallel: int, image: str) -> float:
     """Seconds from Create to the sweep's recorded end."""
     pool = {
         "replica_count": 1,
         "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": "local/none", "command": [sys.executable, str(trainer)]},
+        "container_spec": {"image_uri": image, "command": ["python3", str(trainer)]},
     }
     job = {
         "display_name": "overhead",
@@ -135,13 +151,26 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--image", default=IMAGE)
+    parser.add_argument(
+        "--environments", type=Path, default=Path.home() / ".cache/trainpool/bench-environments"
+    )
     args = parser.parse_args()
+    from trainpool.catalog import prebuilt_image
+    from trainpool.emulator.jobs import environments
+    from trainpool.home import Home
     from trainpool.vertex.clients import job_client
 
+    prebuilt = prebuilt_image(args.image)
+    if prebuilt is None:
+        raise SystemExit(f"--image: {args.image!r} is not a Vertex prebuilt training image")
     with tempfile.TemporaryDirectory(prefix="bench-trials-") as tmp:
         work = Path(tmp)
         trainer = work / "trainer.py"
         trainer.write_text(TRAINER)
+        link(work / "root", args.environments)
+        # the stand-in, built once (not timed), and its Python for the bare floor
+        python = environments.ensure(Home(work / "root"), prebuilt, print).python
         server, address = start_server(work / "root")
         os.environ["VERTEX_AI_EMULATOR_HOST"] = address
         client = job_client("us-central1")
@@ -151,17 +180,22 @@ def main() -> None:
             for i in range(args.repeats):
                 for which in ("sweep", "bare") if i % 2 else ("bare", "sweep"):
                     if which == "bare":
-                        floors.append(bare(trainer, work / f"bare{i}", args.trials, args.parallel))
+                        floors.append(
+                            bare(trainer, work / f"bare{i}", args.trials, args.parallel, python)
+                        )
                     else:
-                        sweeps.append(sweep(client, trainer, args.trials, args.parallel))
+                        sweeps.append(
+                            sweep(client, trainer, args.trials, args.parallel, args.image)
+                        )
         finally:
             server.terminate()
             server.wait(timeout=60)
     floor, swept = statistics.median(floors), statistics.median(sweeps)
     per_trial_ms = (swept - floor) / args.trials * args.parallel * 1000
     print(
-        f"{args.trials} trials reporting one metric (cloudml-hypertune), {args.parallel} at a "
-        f"time, median of {args.repeats} (code: {os.environ.get('PYTHONPATH') or 'installed'})"
+        f"{args.trials} trials reporting one metric (cloudml-hypertune) on {args.image}'s "
+        f"stand-in, {args.parallel} at a time, median of {args.repeats} (code: "
+        f"{os.environ.get('PYTHONPATH') or 'installed'})"
     )
     print(f"  bare processes  {floor:6.2f} s   runs {[round(x, 2) for x in floors]}")
     print(f"  emulator sweep  {swept:6.2f} s   runs {[round(x, 2) for x in sweeps]}")
