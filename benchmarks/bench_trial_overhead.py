@@ -14,7 +14,8 @@ repeat runs, in alternating order (so that a busy machine hurts both alike):
 - **bare**: the 40 trainer processes, ``--parallel`` at a time, on the stand-in's own Python,
   started by this script with their metric file and trial id set by hand (the floor:
   nothing but the processes);
-- **sweep**: a HyperparameterTuningJob of 40 trials, ``--parallel`` in parallel, on an
+- **sweep**: (after one untimed sweep of 8 trials, which makes the server import what
+  sweeps need) a HyperparameterTuningJob of 40 trials, ``--parallel`` in parallel, on an
   emulator server (``python -m trainpool.cli emulator``, a process of its own); its time is
   from Create to the job's recorded end (``end_time - create_time``).
 
@@ -177,6 +178,8 @@ def main() -> None:
         floors: list[float] = []
         sweeps: list[float] = []
         try:
+            # not timed: the server's first sweep imports what sweeps need, once per server
+            sweep(client, trainer, 2 * args.parallel, args.parallel, args.image)
             for i in range(args.repeats):
                 for which in ("sweep", "bare") if i % 2 else ("bare", "sweep"):
                     if which == "bare":
