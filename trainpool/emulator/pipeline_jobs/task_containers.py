@@ -144,8 +144,8 @@ class TaskContainers:
             if found is None and name and is_components_image(name):
                 found, why = self._components_image(name)
             elif found is None and name and image_store.lookup(name, self.home.root) is not None:
-                # an image of the local image store (trainpool's components image, published
-                # with --local): its sandbox imitates it; never pulled by its name from a
+                # an image of the local image store (`trainpool build-image DIR --local`
+                # with no engine): its sandbox imitates it; never pulled by its name from a
                 # registry, where someone else's image may have it
                 why = f"{name}: an image of the local image store: the task runs in its sandbox"
             elif found is None and name:
