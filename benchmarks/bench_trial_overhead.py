@@ -19,7 +19,7 @@ repeat runs, in alternating order (so that a busy machine hurts both alike):
   emulator server (``python -m trainpool.cli emulator``, a process of its own); its time is
   from Create to the job's recorded end (``end_time - create_time``).
 
-Prints the medians of both, the ratio sweep/bare (goal <= 1.5) and the emulator's time per
+Prints the medians of both, the ratio sweep/bare (goal <= 1.3, issue 42) and the emulator's time per
 trial ``(sweep - bare) / trials * parallel``. To measure another checkout (the "before"),
 run this same script with ``PYTHONPATH`` pointing at that checkout: the emulator server is
 started with the interpreter's ``PYTHONPATH``, so it runs that checkout's code.
@@ -203,7 +203,7 @@ def main() -> None:
     print(f"  bare processes  {floor:6.2f} s   runs {[round(x, 2) for x in floors]}")
     print(f"  emulator sweep  {swept:6.2f} s   runs {[round(x, 2) for x in sweeps]}")
     print(
-        f"  ratio sweep/bare = {swept / floor:.2f} (goal <= 1.5); per-pair "
+        f"  ratio sweep/bare = {swept / floor:.2f} (goal <= 1.3, issue 42); per-pair "
         f"{[round(s / b, 2) for s, b in zip(sweeps, floors, strict=True)]}"
     )
     print(f"  emulator time per trial = {per_trial_ms:.0f} ms (slot time beyond the bare process)")
