@@ -142,16 +142,10 @@ class ContainerEngine:
     def disk_full(self, detail: str) -> EngineDiskFull | None:
         """The disk of :attr:`data_root` when it is full (less than ``MIN_FREE_BYTES`` free,
         as for the store), named with ``detail``; None when it is not, or cannot be seen."""
-        from trainpool.emulator.records.database import MIN_FREE_BYTES
+        from trainpool.emulator.records.database import low_space
 
-        if not self.data_root:
-            return None
-        try:
-            info = os.statvfs(self.data_root)
-        except OSError:
-            return None
-        free = info.f_bavail * info.f_frsize
-        if free >= MIN_FREE_BYTES:
+        free = low_space(self.data_root) if self.data_root else None
+        if free is None:
             return None
         return EngineDiskFull(self.describe, self.data_root, f"{free} bytes free {detail}")
 

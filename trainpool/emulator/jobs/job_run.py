@@ -18,7 +18,6 @@ no room first.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,7 +47,7 @@ from trainpool.emulator.jobs.programs import LaunchError
 from trainpool.emulator.jobs.quota import Quota, Ticket, replica_slots
 from trainpool.emulator.jobs.replicas import JobReplicas
 from trainpool.emulator.jobs.runners import ReplicaRunner
-from trainpool.emulator.records.database import MIN_FREE_BYTES, DiskFull, is_disk_full
+from trainpool.emulator.records.database import DiskFull, is_disk_full, low_space
 from trainpool.emulator.tensorboards import uploads
 from trainpool.spec.timing import duration_seconds
 
@@ -97,14 +96,8 @@ def error_outcome(err: BaseException, root: Any) -> Outcome:
 
 def store_full(root: Path) -> DiskFull | None:
     """The store's disk full (less than ``MIN_FREE_BYTES`` free), named; None when not."""
-    try:
-        info = os.statvfs(root)
-    except OSError:
-        return None
-    free = info.f_bavail * info.f_frsize
-    if free >= MIN_FREE_BYTES:
-        return None
-    return DiskFull(root, f"{free} bytes free when a replica failed")
+    free = low_space(root)
+    return None if free is None else DiskFull(root, f"{free} bytes free when a replica failed")
 
 
 class JobLifecycle:

@@ -3,11 +3,11 @@ first, then its output, followed line by line as the task writes it."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 from trainpool.emulator.jobs.processes import Replica
+from trainpool.emulator.records.database import low_space
 from trainpool.kfp_local.launching import TaskStart
 
 
@@ -35,14 +35,8 @@ def follow(replica: Replica, log: Path, offset: int, say: Callable[[str], None])
 
 def full_disk(log: Path) -> str:
     """The disk of ``log`` named when it is full (below the store's reserve), else ""."""
-    from trainpool.emulator.records.database import MIN_FREE_BYTES
-
-    try:
-        info = os.statvfs(log.parent)
-    except OSError:
-        return ""
-    free = info.f_bavail * info.f_frsize
-    if free >= MIN_FREE_BYTES:
+    free = low_space(log.parent)
+    if free is None:
         return ""
     return f"No space left on the disk of {log.parent} ({free} bytes free when the task ended)"
 

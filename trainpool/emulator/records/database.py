@@ -51,6 +51,18 @@ class DiskFull(OSError):
         )
 
 
+def low_space(path: Path | str) -> int | None:
+    """The bytes free on the disk of ``path`` when fewer than :data:`MIN_FREE_BYTES` (the disk
+    counts as full); None when there is room, or the disk cannot be seen. The one measure of
+    a full disk: the store's, a task's folder's and a container engine's."""
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return None
+    free = info.f_bavail * info.f_frsize
+    return free if free < MIN_FREE_BYTES else None
+
+
 def is_disk_full(err: BaseException) -> bool:
     """Whether ``err`` says a disk is full (ENOSPC, EDQUOT, SQLite's SQLITE_FULL)."""
     if isinstance(err, OSError) and err.errno in _FULL:
@@ -154,12 +166,8 @@ class Database:
 
     def require_space(self) -> None:
         """Raise :class:`DiskFull` when the store's disk has less than :data:`MIN_FREE_BYTES`."""
-        try:
-            info = os.statvfs(self.path.parent)
-        except OSError:
-            return
-        free = info.f_bavail * info.f_frsize
-        if free < MIN_FREE_BYTES:
+        free = low_space(self.path.parent)
+        if free is not None:
             raise DiskFull(self.path.parent, f"{free} bytes free")
 
     def new_id(self, sequence: str = "resource") -> str:
