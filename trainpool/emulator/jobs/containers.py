@@ -284,23 +284,6 @@ def _close(handle: IO[bytes]) -> OSError | None:
     return None
 
 
-class _Loss:
-    """The first write of a replica's output the disk refused (:func:`processes.output_loss`)."""
-
-    def __init__(self, log: IO[bytes]) -> None:
-        self.log = log
-        self.lost: dict[str, object] | None = None
-
-    def note(self, err: OSError | None, what: str) -> None:
-        if err is None or self.lost is not None:
-            return
-        try:
-            kept = os.fstat(self.log.fileno()).st_size
-        except (OSError, ValueError):
-            kept = -1
-        self.lost = {"file": what, "kept": kept, "error": err.strerror or str(err)}
-
-
 class ContainerRunner:
     """Replicas with a :class:`ContainerLaunch` as containers; the others as ``fallback`` does."""
 
@@ -387,7 +370,7 @@ class ContainerRunner:
         """Copy the container's output until it ends, then its status; remove it; report."""
         container = replica.container
         lines = {"o": _Lines("o", entries), "e": _Lines("e", entries)}
-        loss = _Loss(log)
+        loss = replica_guard.Loss(lambda: os.fstat(log.fileno()).st_size)
         status = ENGINE_LOST
         try:
             for out, err in stream:

@@ -59,6 +59,7 @@ import selectors
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
 CLONE_NEWNS = 0x00020000
@@ -171,14 +172,34 @@ def _namespace(mounts: dict[str, object]) -> None:
     _mount(str(mounts["gcs"]), str(mounts["target"]), MS_BIND)
 
 
+class Loss:
+    """The first write of one replica's output the disk refused: which file (``log``, or
+    ``entries``, its log entries), ``log_size()`` then (-1 where it cannot be read), and why;
+    None in :attr:`lost` while none was. Shared with the container follower
+    (:mod:`.containers`)."""
+
+    def __init__(self, log_size: Callable[[], int]) -> None:
+        self.log_size = log_size
+        self.lost: dict[str, object] | None = None
+
+    def note(self, err: OSError | None, what: str) -> None:
+        """Record ``err``, a refused write of file ``what``, when it is the first."""
+        if err is None or self.lost is not None:
+            return
+        try:
+            kept = self.log_size()
+        except (OSError, ValueError):  # ValueError: a closed file's fileno()
+            kept = -1
+        self.lost = {"file": what, "kept": kept, "error": err.strerror or str(err)}
+
+
 class Pump:
     """One stream of one replica: its pipe's read end, read into the log and the entries."""
 
     def __init__(self, fd: int, stream: str, log: int, entries: int) -> None:
         self.fd, self.stream, self.log, self.entries = fd, stream, log, entries
         self.pending = b""
-        self.lost: dict[str, object] | None = None
-        """The first write the disk refused: which file, the log's size then, the error."""
+        self.loss = Loss(lambda: os.fstat(self.log).st_size)
         os.set_blocking(fd, False)
         selector.register(fd, selectors.EVENT_READ, self)
 
@@ -204,13 +225,7 @@ class Pump:
             self._keep(self.entries, out, "entries")
 
     def _keep(self, fd: int, data: bytes, what: str) -> None:
-        err = _write_all(fd, data)
-        if err is not None and self.lost is None:
-            try:
-                kept = os.fstat(self.log).st_size
-            except OSError:
-                kept = -1
-            self.lost = {"file": what, "kept": kept, "error": err.strerror or str(err)}
+        self.loss.note(_write_all(fd, data), what)
 
     def close(self) -> None:
         try:
@@ -368,7 +383,7 @@ def _reap() -> None:
             if pump.fd in selector.get_map():
                 pump.read()
         ended: dict[str, object] = {"pid": pid, "status": status}
-        lost = [pump.lost for pump in streams if pump.lost is not None]
+        lost = [pump.loss.lost for pump in streams if pump.loss.lost is not None]
         if lost:
             ended["lost"] = lost[0]
         _send(ended)
