@@ -77,10 +77,7 @@ class TaskLog(io.TextIOBase):
 
     def write(self, text: str) -> int:
         with self._lock:
-            try:
-                self._transcript.write(text)
-            except OSError as err:  # a full disk: kept up to here, and said at the end
-                self._lose(err)
+            self._guarded(lambda: self._transcript.write(text))
             self._partial += text
             *lines, self._partial = self._partial.split("\n")
             for line in lines:
@@ -99,28 +96,27 @@ class TaskLog(io.TextIOBase):
 
     def flush(self) -> None:
         with self._lock:
-            try:
-                self._transcript.flush()
-            except OSError as err:
-                self._lose(err)
+            self._guarded(self._transcript.flush)
 
     def close_transcript(self) -> None:
         """Close the transcript file; a last flush the disk refuses is recorded, not raised."""
         with self._lock:
-            try:
-                self._transcript.close()
-            except OSError as err:
-                self._lose(err)
+            self._guarded(self._transcript.close)
 
-    def _lose(self, err: OSError) -> None:
-        if self.lost:
-            return
-        name = str(getattr(self._transcript, "name", "") or "the run's transcript")
+    def _guarded(self, call: Callable[[], object]) -> None:
+        """``call`` on the transcript; a full disk keeps it up to there, recorded in
+        :attr:`lost` (the first refusal only) and said at the run's end, never raised."""
         try:
-            held = f": it holds its first {os.path.getsize(name)} bytes"
-        except OSError:
-            held = ""
-        self.lost = f"{err.strerror or err} writing the run's transcript {name}{held}"
+            call()
+        except OSError as err:
+            if self.lost:
+                return
+            name = str(getattr(self._transcript, "name", "") or "the run's transcript")
+            try:
+                held = f": it holds its first {os.path.getsize(name)} bytes"
+            except OSError:
+                held = ""
+            self.lost = f"{err.strerror or err} writing the run's transcript {name}{held}"
 
     def new_id(self) -> int:
         """The id of the next task of the run (ids count up from the run's root task's)."""
