@@ -83,21 +83,7 @@ def test_the_sdk_gapic_gsutil_and_storage_inside_a_container_reach_the_emulator(
     if built.returncode != 0 and "pip" in said and ("Could not" in said or "Retrying" in said):
         pytest.skip(f"the package index cannot be reached from a container here: {said[-1500:]}")
     assert built.returncode == 0, said[-4000:]
-    (emu.root / "gcs" / "bkt").mkdir(parents=True, exist_ok=True)
-    pool = {
-        "replica_count": 1,
-        "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": image},
-    }
-    client = job_client("us-central1")
-    made = client.create_custom_job(
-        parent=PARENT,
-        custom_job={"display_name": "clients", "job_spec": {"worker_pool_specs": [pool]}},
-    )
-    folder = emu.root / "jobs" / made.name.rsplit("/", 1)[1]
-    done = wait_job(client.get_custom_job, made.name, 300, logs=folder)
-    assert done.state == JobState.JOB_STATE_SUCCEEDED, done.error
-    printed = (folder / "workerpool0-0.log").read_text()
+    printed = run_replica(emu, image, "clients")
     line = next(x for x in printed.splitlines() if x.startswith("CLIENTS "))
     seen = json.loads(line.removeprefix("CLIENTS "))
     assert seen == {
@@ -109,6 +95,27 @@ def test_the_sdk_gapic_gsutil_and_storage_inside_a_container_reach_the_emulator(
     stored = emu.root / "gcs" / "bkt" / "clients" / "note.txt"
     assert stored.read_text() == "from gsutil in a container"
     engine.client.images.remove(image, force=True)
+
+
+def run_replica(emu: emulator.Emulator, image: str, display_name: str) -> str:
+    """A 1-replica CustomJob of ``image`` (bucket ``bkt`` made first), ended SUCCEEDED; what
+    its replica printed."""
+    (emu.root / "gcs" / "bkt").mkdir(parents=True, exist_ok=True)
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": image},
+    }
+    client = job_client("us-central1")
+    made = client.create_custom_job(
+        parent=PARENT,
+        custom_job={"display_name": display_name, "job_spec": {"worker_pool_specs": [pool]}},
+    )
+    folder = emu.root / "jobs" / made.name.rsplit("/", 1)[1]
+    done = wait_job(client.get_custom_job, made.name, 300, logs=folder)
+    printed = (folder / "workerpool0-0.log").read_text()
+    assert done.state == JobState.JOB_STATE_SUCCEEDED, (done.error, printed[-3000:])
+    return printed
 
 
 SHELL_DOCKERFILE = """\
@@ -150,22 +157,7 @@ def test_curl_and_gcloud_inside_a_container_reach_the_emulator(
     image = f"trainpool-test/shell-clients:{version}-{recipe}"  # built once, then kept
     if engine.image(image) is None:
         build_shell_image(emu, sdk, image, tmp_path / "source")
-    (emu.root / "gcs" / "bkt").mkdir(parents=True, exist_ok=True)
-    pool = {
-        "replica_count": 1,
-        "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": image},
-    }
-    client = job_client("us-central1")
-    made = client.create_custom_job(
-        parent=PARENT,
-        custom_job={"display_name": "shell-clients", "job_spec": {"worker_pool_specs": [pool]}},
-    )
-    folder = emu.root / "jobs" / made.name.rsplit("/", 1)[1]
-    done = wait_job(client.get_custom_job, made.name, 300, logs=folder)
-    printed = (folder / "workerpool0-0.log").read_text()
-    assert done.state == JobState.JOB_STATE_SUCCEEDED, (done.error, printed[-3000:])
-    lines = printed.splitlines()
+    lines = run_replica(emu, image, "shell-clients").splitlines()
     assert "CURL shell-clients" in lines
     assert "GCLOUD shell-clients\tJOB_STATE_RUNNING" in lines
     stored = emu.root / "gcs" / "bkt" / "shell" / "note.txt"

@@ -1216,16 +1216,15 @@ def test_a_containers_output_the_store_cannot_hold_fails_the_job_naming_what_was
 ) -> None:
     # the container follower keeps what fits, as the guard's pumps do, and says so with the
     # replica's exit: RESOURCE_EXHAUSTED naming the store's disk, never SUCCEEDED
-    from fixtures.disks import tmpfs
+    from fixtures.disks import SPEAK, tmpfs
 
     disk = tmpfs(tmp_path / "disk", "20M")
     root = next(disk) / "root"
-    speak = "import sys\nfor _ in range(30_000):\n    sys.stdout.write('x' * 999 + '\\n')\n"
     try:
         with emulator.start(root, storage=False) as emu:
             monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
             client = job_client("us-central1")
-            job = create(client, [pool(1, python_base, command=["python3", "-c", speak])])
+            job = create(client, [pool(1, python_base, command=["python3", "-c", SPEAK])])
             done = wait(client, root, job, 120)
             assert done.state == JobState.JOB_STATE_FAILED, done.error.message
             assert done.error.code == 8, done.error.message  # RESOURCE_EXHAUSTED

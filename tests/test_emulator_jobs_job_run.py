@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.disks import tmpfs
+from fixtures.disks import SPEAK, tmpfs
 from fixtures.jobs import wait_job
 from fixtures.vertex import PARENT
 from google.api_core import exceptions
@@ -50,6 +50,15 @@ def fill(disk: Path) -> Path:
         except OSError:
             pass
     return filler
+
+
+def python_pool(code: str) -> dict[str, object]:
+    """One replica of ``python:3.11`` (its stand-in) running ``code``."""
+    return {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": "python:3.11", "command": ["python3", "-c", code]},
+    }
 
 
 def job_until(go: Path, then_exit: int) -> dict[str, object]:
@@ -110,11 +119,7 @@ def test_a_replica_whose_own_write_fills_the_disk_fails_the_job_naming_the_disk(
     # the replica's write fails first (exit 1, which alone would be a permanent error of
     # user code); with the store's disk full the failure is the disk's: RESOURCE_EXHAUSTED
     root = small_disk / "root"
-    pool = {
-        "replica_count": 1,
-        "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": "python:3.11", "command": ["python3", "-c", FILL]},
-    }
+    pool = python_pool(FILL)
     with emulator.start(root, storage=False) as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         client = job_client("us-central1")
@@ -130,16 +135,6 @@ def test_a_replica_whose_own_write_fills_the_disk_fails_the_job_naming_the_disk(
     assert "The replica workerpool0-0 exited with a non-zero status of 1" in message
 
 
-SPEAK = (
-    "import sys\n"
-    "line = 'x' * 999 + '\\n'\n"
-    "for _ in range(30_000):\n"
-    "    sys.stdout.write(line)\n"
-    "sys.stdout.flush()\n"
-)
-"""30 MB of output, a thousand bytes a line."""
-
-
 def test_output_the_disk_cannot_hold_fails_the_job_naming_the_disk_and_what_was_kept(
     twenty_mb: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,11 +143,7 @@ def test_output_the_disk_cannot_hold_fails_the_job_naming_the_disk_and_what_was_
     # much of each log was kept, never SUCCEEDED with output missing. Room again: a job
     # succeeds without a restart, and the failed one is still FAILED after one
     root = twenty_mb / "root"
-    pool = {
-        "replica_count": 1,
-        "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": "python:3.11", "command": ["python3", "-c", SPEAK]},
-    }
+    pool = python_pool(SPEAK)
     with emulator.start(root, storage=False) as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         client = job_client("us-central1")
@@ -175,8 +166,7 @@ def test_output_the_disk_cannot_hold_fails_the_job_naming_the_disk_and_what_was_
             path.unlink()
         for path in (root / "logging").glob("*"):
             path.unlink()
-        quiet = {**pool, "container_spec": {**pool["container_spec"], "args": []}}
-        quiet["container_spec"]["command"] = ["python3", "-c", "print('fits')"]
+        quiet = python_pool("print('fits')")
         again = client.create_custom_job(
             parent=PARENT,
             custom_job={"display_name": "fits", "job_spec": {"worker_pool_specs": [quiet]}},
@@ -198,11 +188,7 @@ def test_a_trial_whose_output_the_disk_cannot_hold_is_infeasible_and_the_sweep_f
     # trial) with that reason; the sweep, which cannot record more on the full disk, fails
     # RESOURCE_EXHAUSTED naming it, rather than run on or stay RUNNING
     root = twenty_mb / "root"
-    pool = {
-        "replica_count": 1,
-        "machine_spec": {"machine_type": "n1-standard-4"},
-        "container_spec": {"image_uri": "python:3.11", "command": ["python3", "-c", SPEAK]},
-    }
+    pool = python_pool(SPEAK)
     sweep = {
         "display_name": "speaking-trials",
         "max_trial_count": 2,
