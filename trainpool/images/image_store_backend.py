@@ -139,11 +139,10 @@ class EngineBackend:
         folder = self.store.root / "tmp"
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            probe = tempfile.NamedTemporaryFile(dir=folder)
-            probe.close()
+            handle = tempfile.NamedTemporaryFile(dir=folder, suffix=".tar.gz")  # noqa: SIM115
         except OSError:
-            folder = Path(tempfile.gettempdir())
-        with tempfile.NamedTemporaryFile(dir=folder, suffix=".tar.gz") as handle:
+            handle = tempfile.NamedTemporaryFile(suffix=".tar.gz")  # noqa: SIM115
+        with handle:
             with open(handle.name, "wb") as out:
                 context.write_tarball(out)
             try:
