@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.disks import SPEAK, tmpfs
+from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from fixtures.vertex import PARENT
 from google.api_core import exceptions
@@ -218,3 +219,111 @@ def test_a_trial_whose_output_the_disk_cannot_hold_is_infeasible_and_the_sweep_f
         f"No space left on the disk of the emulator's store {root}"
     )
     assert "workerpool0-0's output could not all be kept" in first.infeasible_reason
+
+
+# A trial's trainer reports, fills the store's disk, then reports each of 60 more steps with
+# cloudml-hypertune, which rewrites its whole metric file at each report (``open(path, 'w')``
+# of its last 100 reports, hypertune/hypertune.py, cloudml-hypertune 0.1.0.dev6). The
+# rewrite's truncation frees the file's own blocks, so a report fits again until the file
+# must grow past them: that write is refused and leaves the file cut short or empty, the
+# reports it held lost with it. ``{caught}``: the trainer catches the error and goes on to
+# exit 0, else the error ends it (exit 1).
+REPORTS_LOST = """
+import os, hypertune
+tuner = hypertune.HyperTune()
+tuner.report_hyperparameter_tuning_metric("loss", 1.0, global_step=1)
+folder = os.environ["TRAINPOOL_GCS_ROOT"] + "/bkt"
+os.makedirs(folder, exist_ok=True)
+with open(folder + "/filler", "wb", buffering=0) as filler:
+    try:
+        while True:
+            filler.write(b"x" * 65536)
+    except OSError:
+        pass
+for step in range(2, 62):
+    try:
+        tuner.report_hyperparameter_tuning_metric("loss", 1.0 / step, global_step=step)
+    except OSError:
+        if not {caught}:
+            raise
+"""
+REPORTS = (
+    "import hypertune\n"
+    "hypertune.HyperTune().report_hyperparameter_tuning_metric('loss', 0.25, global_step=1)\n"
+)
+
+
+def one_trial_sweep(name: str, code: str) -> dict[str, object]:
+    """A sweep of one trial of the host image (cloudml-hypertune installed) running ``code``."""
+    pool = {
+        "replica_count": 1,
+        "machine_spec": {"machine_type": "n1-standard-4"},
+        "container_spec": {"image_uri": HOST_IMAGE, "command": ["python3", "-c", code]},
+    }
+    return {
+        "display_name": name,
+        "max_trial_count": 1,
+        "parallel_trial_count": 1,
+        "max_failed_trial_count": 1,
+        "study_spec": {
+            "metrics": [{"metric_id": "loss", "goal": "MINIMIZE"}],
+            "parameters": [{"parameter_id": "x", "discrete_value_spec": {"values": [1.0]}}],
+            "algorithm": "GRID_SEARCH",
+        },
+        "trial_job_spec": {"worker_pool_specs": [pool]},
+    }
+
+
+@pytest.mark.parametrize("caught", [True, False], ids=["trainer-exits-0", "trainer-fails"])
+def test_a_metric_report_the_disk_refused_fails_the_trial_naming_the_disk(
+    caught: bool, twenty_mb: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the trial's CustomJob fails RESOURCE_EXHAUSTED naming the disk and the metric file
+    # (never SUCCEEDED with its reports gone), the trial is INFEASIBLE with that reason (a
+    # failed trial, as Vertex marks one) and the sweep fails by its max_failed_trial_count;
+    # with room again a sweep succeeds without a restart, and the records hold both after one
+    root = twenty_mb / "root"
+    with emulator.start(root, storage=False) as emu:
+        host_image(root)
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        code = REPORTS_LOST.format(caught=caught)
+        made = client.create_hyperparameter_tuning_job(
+            parent=PARENT, hyperparameter_tuning_job=one_trial_sweep("loses-reports", code)
+        )
+        done = wait_job(client.get_hyperparameter_tuning_job, made.name, 60)
+        assert done.state == JobState.JOB_STATE_FAILED, done.error
+        trial = done.trials[0]
+        assert trial.state.name == "INFEASIBLE", (trial, done.error)
+        reason = trial.infeasible_reason
+        assert reason.startswith(f"No space left on the disk of the emulator's store {root}")
+        folder = (root / "jobs" / trial.custom_job.rsplit("/", 1)[1]).resolve()  # the trial's
+        metric_file = folder / "hypertune" / "workerpool0-0.metrics"
+        size = metric_file.stat().st_size
+        held = re.escape(
+            f"workerpool0-0's hyperparameter tuning metric reports could not be kept: its "
+            f"metric file {metric_file} "
+        ) + rf"(is empty|holds (\d+) whole report\(s\) and a cut-short line) \({size} bytes\)"
+        found = re.search(held, reason)
+        assert found is not None, reason
+        text = metric_file.read_bytes()
+        assert not text.endswith(b"\n") and text.count(b"\n") == int(found[2] or 0)
+        assert ("with status 0" in reason) is caught
+        job = client.get_custom_job(name=trial.custom_job)
+        assert job.state == JobState.JOB_STATE_FAILED and job.error.code == 8, job.error
+        (root / "gcs" / "bkt" / "filler").unlink()  # room again
+        again = client.create_hyperparameter_tuning_job(
+            parent=PARENT, hyperparameter_tuning_job=one_trial_sweep("reports", REPORTS)
+        )
+        ok = wait_job(client.get_hyperparameter_tuning_job, again.name, 60)
+        assert ok.state == JobState.JOB_STATE_SUCCEEDED, ok.error
+        assert ok.trials[0].final_measurement.metrics[0].value == 0.25
+    with emulator.start(root, storage=False) as emu:  # the records were not damaged
+        monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
+        client = job_client("us-central1")
+        kept = client.get_hyperparameter_tuning_job(name=made.name)
+        assert kept.state == JobState.JOB_STATE_FAILED
+        assert kept.trials[0].infeasible_reason == reason
+        assert client.get_hyperparameter_tuning_job(name=again.name).state == (
+            JobState.JOB_STATE_SUCCEEDED
+        )

@@ -94,6 +94,11 @@ def error_outcome(err: BaseException, root: Any) -> Outcome:
     return Outcome("FAILED", CODE_INTERNAL, f"Internal emulator error: {err!r}")
 
 
+def no_metric_file(_: str) -> None:
+    """No replica's metric file is kept: a CustomJob's own (not a trial's) reports are read
+    by nobody, as on Vertex."""
+
+
 def store_full(root: Path) -> DiskFull | None:
     """The store's disk full (less than ``MIN_FREE_BYTES`` free), named; None when not."""
     free = low_space(root)
@@ -210,6 +215,7 @@ class JobLifecycle:
             terminator=self.manager.engine.terminations.submit,
             full=lambda: store_full(self.ctx.home.root),
             runner=self.manager.runner,
+            metric_file=no_metric_file if self.ctx.trial_id is None else self.ctx.files.metric_file,
         )
         self.phase = "running"
         outcome = self.run.begin()

@@ -207,6 +207,28 @@ def output_loss(launch: Launch, lost: Mapping[str, Any]) -> str:
     )
 
 
+def report_loss(name: str, metric_file: Path) -> str:
+    """What replica ``name`` lost of its metric reports, in words; "" when its metric file is
+    whole (absent, or ending with a whole line). cloudml-hypertune rewrites the file with
+    every report (``open(path, 'w')``, its last 100 reports), so a write the disk refused
+    leaves it empty or cut short: the reports it held before are gone with it."""
+    try:
+        size = metric_file.stat().st_size
+        with open(metric_file, "rb") as handle:
+            whole = handle.read().count(b"\n") if size else 0
+            handle.seek(max(0, size - 1))
+            last = handle.read(1)
+    except OSError:
+        return ""
+    if size and last == b"\n":
+        return ""
+    held = f"holds {whole} whole report(s) and a cut-short line" if size else "is empty"
+    return (
+        f"{name}'s hyperparameter tuning metric reports could not be kept: its metric file "
+        f"{metric_file} {held} ({size} bytes); the reports it held were lost with it"
+    )
+
+
 def check_executable(launch: Launch) -> None:
     """Raise as ``Popen`` would for a program that cannot start (the guard starts it later)."""
     program = launch.argv[0] if launch.argv else ""

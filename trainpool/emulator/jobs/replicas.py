@@ -21,7 +21,10 @@
 - A replica whose output the disk refused to keep, in part (its log or its log entries:
   ``Replica.output_lost``, which the guard's pumps and the container follower report with its
   exit), fails the job RESOURCE_EXHAUSTED, naming the disk and how much of its log was kept,
-  whatever its exit status: a job never ends SUCCEEDED with output missing.
+  whatever its exit status: a job never ends SUCCEEDED with output missing. So does a
+  trial's replica that exits 0 while the disk is full with its metric file empty or cut short
+  (cloudml-hypertune rewrites the whole file at each report: a refused write loses the
+  reports it held, ``metric_file``); a replica that fails on the full disk says it too.
 - A replica that fails while the store's disk is full (``full`` says so), or a container
   whose engine's disk was full when it exited (``Replica.disk_full``, seen before the
   container is removed), fails the job RESOURCE_EXHAUSTED, naming the disk, whatever its exit
@@ -49,6 +52,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from trainpool.emulator.faults.config import KillFault
 from trainpool.emulator.jobs.controls import Controls
@@ -64,7 +68,7 @@ from trainpool.emulator.jobs.failure_rules import (
     status_text,
 )
 from trainpool.emulator.jobs.outcomes import Outcome, controlled, failure_message
-from trainpool.emulator.jobs.processes import Launch, Replica
+from trainpool.emulator.jobs.processes import Launch, Replica, report_loss
 from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
 from trainpool.emulator.records.database import is_disk_full
 
@@ -94,12 +98,16 @@ class JobReplicas:
         terminator: Callable[[Callable[[], None]], object] = lambda stop: stop(),
         full: Callable[[], OSError | None] = lambda: None,
         runner: ReplicaRunner = HOST_PROCESSES,
+        metric_file: Callable[[str], Path | None] = lambda _: None,
     ) -> None:
         self.launches = launches
         self.runner = runner
         """What starts, kills and terminates the replicas (``jobs.runners``)."""
         self.full = full
         """Why the store's disk is full (an OSError naming it), None when it is not."""
+        self.metric_file = metric_file
+        """A replica's hyperparameter tuning metric file by its name (a trial's replicas),
+        None when its reports are not kept."""
         self.terminator = terminator
         """Runs a restart's termination of the old replicas (default: at once, in the caller)."""
         self.restarting: list[tuple[list[Launch], list[Replica], threading.Event]] = []
@@ -223,6 +231,8 @@ class JobReplicas:
             status = replica.exit_status()
             if status is not None and replica.output_lost:
                 return self.output_lost(replica, status)
+            if status == 0 and self.reports_lost(replica) and self.full() is not None:
+                return self.output_lost(replica, status)
             if status not in (None, 0):
                 try:
                     outcome = self.on_failure(replica, status)
@@ -267,10 +277,16 @@ class JobReplicas:
             self.kills[kill.replica] = self.kills.get(kill.replica, 0) + 1
             self.runner.kill(replica)
 
+    def reports_lost(self, replica: Replica) -> str:
+        """What a replica lost of its metric reports, in words: its metric file empty or cut
+        short (``processes.report_loss``); "" when whole, or when its reports are not kept."""
+        path = self.metric_file(replica.launch.name)
+        return "" if path is None else report_loss(replica.launch.name, path)
+
     def output_lost(self, replica: Replica, status: int) -> Outcome:
-        """A replica whose output the disk refused to keep, in part: the job fails, naming the
-        disk and what was kept, whatever its exit status (never SUCCEEDED with output
-        missing; never restarted onto a disk that has no room)."""
+        """A replica whose output or metric reports the disk refused to keep, in part: the job
+        fails, naming the disk and what was kept, whatever its exit status (never SUCCEEDED
+        with output missing; never restarted onto a disk that has no room)."""
         full = self.full()
         disk = f"{full.strerror}.\n" if full is not None else ""
         shut = (
@@ -282,7 +298,10 @@ class JobReplicas:
             if status == 0
             else failure_message(replica, status, shut)
         )
-        return Outcome("FAILED", CODE_RESOURCE_EXHAUSTED, f"{disk}{replica.output_lost}.\n{ended}")
+        lost = "".join(
+            f"{what}.\n" for what in (replica.output_lost, self.reports_lost(replica)) if what
+        )
+        return Outcome("FAILED", CODE_RESOURCE_EXHAUSTED, f"{disk}{lost}{ended}")
 
     def on_failure(self, replica: Replica, status: int) -> Outcome | None:
         """Restart what Vertex would restart; the job's failure when it would not."""
@@ -292,10 +311,12 @@ class JobReplicas:
         if full is None and replica.disk_full is not None:
             full, disk = replica.disk_full, "its container engine's disk"
         if full is not None:
+            reports = self.reports_lost(replica)
             return Outcome(
                 "FAILED",
                 CODE_RESOURCE_EXHAUSTED,
                 f"{full.strerror or full}.\n"
+                + (f"{reports}.\n" if reports else "")
                 + failure_message(
                     replica,
                     status,
