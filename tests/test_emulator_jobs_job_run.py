@@ -300,10 +300,13 @@ def test_a_metric_report_the_disk_refused_fails_the_trial_naming_the_disk(
         folder = (root / "jobs" / trial.custom_job.rsplit("/", 1)[1]).resolve()  # the trial's
         metric_file = folder / "hypertune" / "workerpool0-0.metrics"
         size = metric_file.stat().st_size
-        held = re.escape(
-            f"workerpool0-0's hyperparameter tuning metric reports could not be kept: its "
-            f"metric file {metric_file} "
-        ) + rf"(is empty|holds (\d+) whole report\(s\) and a cut-short line) \({size} bytes\)"
+        held = (
+            re.escape(
+                f"workerpool0-0's hyperparameter tuning metric reports could not be kept: its "
+                f"metric file {metric_file} "
+            )
+            + rf"(is empty|holds (\d+) whole report\(s\) and a cut-short line) \({size} bytes\)"
+        )
         found = re.search(held, reason)
         assert found is not None, reason
         text = metric_file.read_bytes()
