@@ -273,7 +273,11 @@ def _build(context: BuildContext, root: Path, image_dir: Path, dockerfile: str) 
         config = image_config.parse(handle.read().decode(), context.build_args, inherited)
     images_dir(root).mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{context.digest[:12]}-", dir=images_dir(root)))
-    context.stage(staging / "context")
+    try:
+        context.stage(staging / "context")
+    except BaseException:  # a full disk, say: no half-staged context is left behind
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     if image_dir.exists():
         shutil.rmtree(image_dir)
     try:
@@ -283,6 +287,16 @@ def _build(context: BuildContext, root: Path, image_dir: Path, dockerfile: str) 
         if has(root, context.digest):
             return
         raise
+    try:
+        _finish(config, context, image_dir)
+    except BaseException:  # an image without its image.json is not one: none is left
+        shutil.rmtree(image_dir, ignore_errors=True)
+        raise
+
+
+def _finish(config: image_config.ImageConfig, context: BuildContext, image_dir: Path) -> None:
+    """Make a staged image whole: its virtualenv, then its ``image.json`` (written last: an
+    image is in the store once that is there)."""
     requirements = _requirements(config, image_dir / "context")
     _make_venv(image_dir, requirements)
     pip_runs = [r for r in config.runs if "pip" in r and _REQUIREMENTS_FLAG.search(r)]

@@ -19,12 +19,15 @@ before it starts, so a demo or test can watch and cancel a queued build.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import shutil
 import tarfile
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,7 @@ from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 from trainpool.cluster_env.gcs import to_path
 from trainpool.emulator.builds import engine_builds
 from trainpool.emulator.jobs.containers import ContainerEngine
+from trainpool.emulator.records.database import DiskFull, is_disk_full
 from trainpool.emulator.records.kinds import BUILDS
 from trainpool.emulator.records.repositories import push_problem, read_image_name, record_push
 from trainpool.emulator.state import EmulatorState
@@ -50,6 +54,41 @@ RESTART_DETAIL = (
     "The emulator ended while this build was running (server restart or crash); "
     "nothing was pushed. Create the build again to rerun it."
 )
+
+
+class BuildLog(io.TextIOBase):
+    """A build's log file that keeps what the disk takes: the first write or flush the disk
+    refuses is kept in ``lost`` (the build then fails naming the disk) and nothing more is
+    written; a full disk never leaves a build WORKING for an exception its log raised."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.lost: OSError | None = None
+        self._file = path.open("a")
+
+    def _guarded(self, act: Callable[[], object]) -> None:
+        if self.lost is not None:
+            return
+        try:
+            act()
+        except OSError as err:
+            err.filename = err.filename or str(self._file.name)
+            self.lost = err
+
+    def write(self, text: str) -> int:
+        self._guarded(lambda: self._file.write(text))
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._file.closed:  # IOBase.close flushes once more
+            self._guarded(self._file.flush)
+
+    def close(self) -> None:
+        self._guarded(self._file.close)
+        if not self._file.closed:  # its flush was refused: the rest is dropped
+            with contextlib.suppress(OSError):
+                self._file.close()
+        super().close()
 
 
 def _tagged(image: str) -> bool:
@@ -98,14 +137,19 @@ class BuildRunner:
         if not build.logs_bucket:
             build.logs_bucket = LOGS_FOLDER.format(project=project)
         log_file = self.state.home.build_log(build.id)
-        log_file.parent.mkdir(parents=True, exist_ok=True)
         logged = self._log_object(build)
-        logged.parent.mkdir(parents=True, exist_ok=True)
-        logged.touch()
-        log_file.unlink(missing_ok=True)
-        log_file.symlink_to(logged)
-        build.log_url = log_file.as_uri()
-        self.records.insert(BUILDS, f"projects/{project}", build)
+        try:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            logged.parent.mkdir(parents=True, exist_ok=True)
+            logged.touch()
+            log_file.unlink(missing_ok=True)
+            log_file.symlink_to(logged)
+            build.log_url = log_file.as_uri()
+            self.records.insert(BUILDS, f"projects/{project}", build)
+        except BaseException:  # a full disk, say: nothing of this build is left
+            logged.unlink(missing_ok=True)
+            shutil.rmtree(log_file.parent, ignore_errors=True)
+            raise
         threading.Thread(target=self._run, args=(build, log_file), daemon=True).start()
         return build
 
@@ -126,21 +170,33 @@ class BuildRunner:
             return  # the server stops: the next one records this build FAILURE
         if self._set(build, status=Status.WORKING, start_time=self.state.clock.now()) is None:
             return
-        with log_file.open("a") as log:
-            try:
-                digest, not_run = self._build(build, log)
-            except Exception as err:  # a failed build is recorded, never raised
-                log.write(f"ERROR: {err}\n")
-                self._set(
-                    build,
-                    status=Status.FAILURE,
-                    status_detail=str(err),
-                    finish_time=self.state.clock.now(),
-                )
-                return
+        log = BuildLog(log_file)
+        try:
+            digest, not_run = self._build(build, log)
             if not_run is not None:
                 log.write(f"RUN steps not executed by the local builder: {not_run or 'none'}\n")
+            log.flush()
+            if log.lost is not None:  # its log cut short: it fails, nothing pushed
+                raise log.lost
             self._push(build, digest, log, on_engine=not_run is None)
+        except Exception as err:  # a failed build is recorded, never raised
+            self._failed(build, log, err)
+        finally:
+            log.close()
+
+    def _full(self, err: OSError) -> str:
+        """A full disk in words: the store's, named, and what was refused."""
+        refused = f"{err.strerror or err} writing {err.filename or 'the store'}"
+        return str(DiskFull(self.state.root, refused).strerror)
+
+    def _failed(self, build: cb.Build, log: BuildLog, err: Exception) -> None:
+        """Record a build that raised FAILURE, its disk named when that was full (Cloud
+        Build's ``Build.Status`` has FAILURE for a build that failed, no RESOURCE_EXHAUSTED)."""
+        detail = self._full(err) if isinstance(err, OSError) and is_disk_full(err) else str(err)
+        log.write(f"ERROR: {detail}\n")
+        self._set(
+            build, status=Status.FAILURE, status_detail=detail, finish_time=self.state.clock.now()
+        )
 
     def _push(
         self, build: cb.Build, digest: str, log: io.TextIOBase, on_engine: bool = False
