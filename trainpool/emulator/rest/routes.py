@@ -172,6 +172,9 @@ class Routers:
         return api in self._sources
 
     def get(self, api: str) -> Router:
+        made = self._made.get(api)
+        if made is not None:  # every request: no lock to hand over between its threads
+            return made
         with self._lock:
             if api not in self._made:
                 packages, extra = self._sources[api]
