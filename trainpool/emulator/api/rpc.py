@@ -186,6 +186,19 @@ def service(
     return Service(name, table)
 
 
+def typed(
+    types: Any, answers: dict[str, tuple[Callable[[Any], Any], Any]]
+) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
+    """:func:`service`'s ``{method: (function, RequestType, ResponseType)}`` of ``answers``
+    (``{method: (function, ResponseType)}``), each request type ``<method>Request`` of
+    ``types`` (the service's types module, or a protobuf module), as Google names them and
+    as :mod:`trainpool.emulator.standard_methods` finds them."""
+    return {
+        method: (function, getattr(types, f"{method}Request"), response_type)
+        for method, (function, response_type) in answers.items()
+    }
+
+
 class Protobuf:
     """A protobuf message class with proto-plus's ``deserialize``, ``pb`` and ``wrap``, so
     every request type reads alike (``google.longrunning`` requests are plain protobuf)."""
