@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,7 +187,7 @@ def service(
 
 
 def typed(
-    types: Any, answers: dict[str, tuple[Callable[[Any], Any], Any]]
+    types: Any, answers: Mapping[str, tuple[Callable[[Any], Any], Any]]
 ) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
     """:func:`service`'s ``{method: (function, RequestType, ResponseType)}`` of ``answers``
     (``{method: (function, ResponseType)}``), each request type ``<method>Request`` of
