@@ -265,6 +265,8 @@ def _api_section(api: str, served: dict[str, set[str]]) -> list[str]:
 
 
 def render() -> str:
+    """The page ``docs/emulator-coverage.md``: every served API's methods, the storage door,
+    the request fields not applied and the gcloud commands the tests run."""
     served = _served()
     lines = [
         "# What the emulator serves",
@@ -290,7 +292,13 @@ def render() -> str:
     ]
     for api in SERVED_APIS:
         lines += _api_section(api, served)
-    lines += [
+    lines += _storage_section() + _fields_section() + _gcloud_section()
+    return "\n".join(lines) + "\n"
+
+
+def _storage_section() -> list[str]:
+    """The storage door's routes (:data:`ROUTES`) and what it does with them."""
+    lines = [
         "## Cloud Storage (the storage door, JSON API)",
         "",
         "`STORAGE_EMULATOR_HOST`; `storage.googleapis.com` and `www.googleapis.com` through "
@@ -303,11 +311,15 @@ def render() -> str:
         "| HTTP | path | handler |",
         "|---|---|---|",
     ]
-    lines += [
+    return lines + [
         f"| {' '.join(methods)} | `{_cell(pattern.pattern)}` | `{handler.__name__}` |"
         for methods, pattern, handler in ROUTES
     ]
-    lines += [
+
+
+def _fields_section() -> list[str]:
+    """The request fields the emulator does not apply (:func:`unapplied`)."""
+    lines = [
         "",
         "## Fields of a request the emulator does not apply",
         "",
@@ -320,16 +332,19 @@ def render() -> str:
         "| field | action | why |",
         "|---|---|---|",
     ]
-    lines += [f"| `{f.path}` | {f.action} | {f.why.replace('|', '/')} |" for f in unapplied()]
-    lines += [
+    return lines + [f"| `{f.path}` | {f.action} | {f.why.replace('|', '/')} |" for f in unapplied()]
+
+
+def _gcloud_section() -> list[str]:
+    """The gcloud and gsutil commands the tests run (:data:`GCLOUD_COMMANDS`)."""
+    lines = [
         "",
         "## gcloud and gsutil commands the tests run",
         "",
         "| command, as typed | what the emulator does | test |",
         "|---|---|---|",
     ]
-    lines += [f"| `{c}` | {what} | `{test}` |" for c, what, test in GCLOUD_COMMANDS]
-    return "\n".join(lines) + "\n"
+    return lines + [f"| `{c}` | {what} | `{test}` |" for c, what, test in GCLOUD_COMMANDS]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from concurrent import futures
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -274,8 +275,37 @@ def start(
     root = Path(root).resolve()
     private_root.make_private(root)
     lock = root_lock.acquire(root)
+    state, log, threads = _opened(root, faults or Faults(), lock)
+    interceptors = [FaultInterceptor(state.faults)] if state.faults.active else []
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=threads),
+        interceptors=interceptors,
+        options=[("grpc.so_reuseport", 0)],
+    )
+    doors = _Doors()
     try:
-        state = EmulatorState(root, faults or Faults())
+        manager = doors.open(state, server, port, storage, storage_max_bytes, limit)
+    except BaseException:
+        doors.close()
+        server.stop(0)
+        state.close()
+        close_log(log)
+        listen.forget(state.address)
+        lock.release()
+        raise
+    server.start()
+    lock.publish(state.address, state.storage_address, state.rest_address)
+    return Emulator(state, manager, server, lock, doors.storage, log, doors.rest, doors.proxy)
+
+
+def _opened(
+    root: Path, faults: Faults, lock: root_lock.RootLock
+) -> tuple[EmulatorState, logging.Handler, str]:
+    """The state of ``root`` (whose ``lock`` start holds), its log open for the server's
+    threads, and those threads' name prefix; what was opened is closed again, and the
+    lock released, when a step fails."""
+    try:
+        state = EmulatorState(root, faults)
     except BaseException:
         lock.release()
         raise
@@ -286,22 +316,35 @@ def start(
         state.close()
         lock.release()
         raise
-    interceptors = [FaultInterceptor(state.faults)] if state.faults.active else []
-    server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix=threads),
-        interceptors=interceptors,
-        options=[("grpc.so_reuseport", 0)],
-    )
-    door: StorageServer | None = None
+    return state, log, threads
+
+
+@dataclass
+class _Doors:
+    """What :func:`start` opens beside the gRPC server (the storage door, the REST door,
+    the HTTPS proxy), each None until it is open."""
+
+    storage: StorageServer | None = None
     rest: RestDoor | None = None
     proxy: ProxyServer | None = None
-    try:
+
+    def open(
+        self,
+        state: EmulatorState,
+        server: grpc.Server,
+        port: int | None,
+        storage: bool,
+        storage_max_bytes: int,
+        limit: int,
+    ) -> JobManager:
+        """Open the doors, have ``server`` listen and serve the services (their job
+        manager started, answered); each door is kept as soon as it is open."""
         secret = new_secret()
         write_private(state.home.storage_token, secret + "\n")
         if storage:
-            door = serve(state.home, limit=storage_max_bytes, secret=secret)
-            state.storage = door.key
-        rest = RestDoor(state, DoorKey("", secret, state.home.storage_token))
+            self.storage = serve(state.home, limit=storage_max_bytes, secret=secret)
+            state.storage = self.storage.key
+        rest = self.rest = RestDoor(state, DoorKey("", secret, state.home.storage_token))
         state.rest_address = rest.address
         if port is None:
             state.address = listen.listen_unix(server, listen.socket_path(state.home))
@@ -311,21 +354,15 @@ def start(
         manager = start_job_manager(state, limit)
         server.add_generic_rpc_handlers(_handlers(state, manager))
         rest.start()
-        proxy = _proxy(state, door, rest).start()
-        state.proxy_address = proxy.address
-    except BaseException:
-        if door is not None:
-            door.close()
-        if rest is not None:
-            rest.server_close()
-        if proxy is not None:
-            proxy.close()
-        server.stop(0)
-        state.close()
-        close_log(log)
-        listen.forget(state.address)
-        lock.release()
-        raise
-    server.start()
-    lock.publish(state.address, state.storage_address, state.rest_address)
-    return Emulator(state, manager, server, lock, door, log, rest, proxy)
+        self.proxy = _proxy(state, self.storage, rest).start()
+        state.proxy_address = self.proxy.address
+        return manager
+
+    def close(self) -> None:
+        """Close the doors that were opened (a start that failed part-way)."""
+        if self.storage is not None:
+            self.storage.close()
+        if self.rest is not None:
+            self.rest.server_close()
+        if self.proxy is not None:
+            self.proxy.close()

@@ -51,12 +51,14 @@ def build_of(project_id: str, build_id: str, name: str) -> tuple[str, str]:
     )
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The CloudBuild handler; builds a previous server left running end FAILURE."""
-    builds = BuildRunner(state, manager.containers)
-    builds.recover()
+class CloudBuild:
+    """The methods of CloudBuild, over the emulator's :class:`BuildRunner`."""
 
-    def create(request: cb.CreateBuildRequest) -> operations_pb2.Operation:
+    def __init__(self, state: EmulatorState, builds: BuildRunner) -> None:
+        self.state = state
+        self.builds = builds
+
+    def create(self, request: cb.CreateBuildRequest) -> operations_pb2.Operation:
         build = request.build
         project = project_of(request.project_id, request.parent)
         source = build.source.storage_source
@@ -68,17 +70,17 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             )
         if not build.images:
             raise InputError.of("build.images", "[]; accepted: the image names the build pushes")
-        build = builds.start(project, build)
+        build = self.builds.start(project, build)
         metadata = any_pb2.Any()
         metadata.Pack(cb.BuildOperationMetadata.pb(cb.BuildOperationMetadata(build=build)))
         name = f"projects/{build.project_id}/operations/{build.id}"
-        return state.operations.save(operations_pb2.Operation(name=name, metadata=metadata))
+        return self.state.operations.save(operations_pb2.Operation(name=name, metadata=metadata))
 
-    def refresh(operation: operations_pb2.Operation) -> operations_pb2.Operation:
+    def refresh(self, operation: operations_pb2.Operation) -> operations_pb2.Operation:
         """A build's operation is done once the build has ended, with the build as its
         response (Cloud Build's ``BuildOperationMetadata``/``Build``)."""
         _, project, _, build_id = operation.name.split("/")
-        found = builds.get(project, build_id)
+        found = self.builds.get(project, build_id)
         if found is None or found.status in RUNNING:
             return operation
         metadata = any_pb2.Any()
@@ -87,24 +89,22 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             name=operation.name, metadata=metadata, done=True, response=pack(found)
         )
 
-    state.operations.refresh_with(lambda name: bool(_BUILD_OPERATION.fullmatch(name)), refresh)
-
-    def get(request: cb.GetBuildRequest) -> cb.Build:
+    def get(self, request: cb.GetBuildRequest) -> cb.Build:
         project, build_id = build_of(request.project_id, request.id, request.name)
-        found = builds.get(project, build_id)
+        found = self.builds.get(project, build_id)
         if found is None:
             raise not_found(f"build {build_id!r} not found in project {project!r}")
         return found
 
-    def cancel(request: cb.CancelBuildRequest) -> cb.Build:
+    def cancel(self, request: cb.CancelBuildRequest) -> cb.Build:
         project, build_id = build_of(request.project_id, request.id, request.name)
-        build = get(cb.GetBuildRequest(project_id=project, id=build_id))
-        cancelled = builds.cancel(project, build_id)
+        build = self.get(cb.GetBuildRequest(project_id=project, id=build_id))
+        cancelled = self.builds.cancel(project, build_id)
         if cancelled is None:
             raise precondition(f"build {build_id} is already {build.status.name}")
         return cancelled
 
-    def list_builds(request: cb.ListBuildsRequest) -> cb.ListBuildsResponse:
+    def list_builds(self, request: cb.ListBuildsRequest) -> cb.ListBuildsResponse:
         """Newest first, as Cloud Build lists them (``gcloud builds list``)."""
         project = project_of(request.project_id, request.parent)
         if request.filter:
@@ -116,19 +116,28 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
         size = paging.page_size(request.page_size)
         start = paging.page_after(request.page_token)
         prefix = f"projects/{project}/builds/"
-        names = [n for n in state.records.names(BUILDS) if n.startswith(prefix)][::-1]
-        page = [builds.get(project, n.rsplit("/", 1)[1]) for n in names[start : start + size]]
+        names = [n for n in self.state.records.names(BUILDS) if n.startswith(prefix)][::-1]
+        page = [self.builds.get(project, n.rsplit("/", 1)[1]) for n in names[start : start + size]]
         token = str(start + size) if start + size < len(names) else ""
         return cb.ListBuildsResponse(
             builds=[b for b in page if b is not None], next_page_token=token
         )
 
+
+def handler(state: EmulatorState, manager: JobManager) -> Service:
+    """The CloudBuild handler; builds a previous server left running end FAILURE."""
+    builds = BuildRunner(state, manager.containers)
+    builds.recover()
+    served = CloudBuild(state, builds)
+    state.operations.refresh_with(
+        lambda name: bool(_BUILD_OPERATION.fullmatch(name)), served.refresh
+    )
     return service(
         SERVICE,
         {
-            "CreateBuild": (create, cb.CreateBuildRequest, operations_pb2.Operation),
-            "ListBuilds": (list_builds, cb.ListBuildsRequest, cb.ListBuildsResponse),
-            "GetBuild": (get, cb.GetBuildRequest, cb.Build),
-            "CancelBuild": (cancel, cb.CancelBuildRequest, cb.Build),
+            "CreateBuild": (served.create, cb.CreateBuildRequest, operations_pb2.Operation),
+            "ListBuilds": (served.list_builds, cb.ListBuildsRequest, cb.ListBuildsResponse),
+            "GetBuild": (served.get, cb.GetBuildRequest, cb.Build),
+            "CancelBuild": (served.cancel, cb.CancelBuildRequest, cb.Build),
         },
     )

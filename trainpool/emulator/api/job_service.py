@@ -33,7 +33,7 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import job_links, requests
 from trainpool.emulator.api.persistent_resource_service import lives_of
-from trainpool.emulator.api.rpc import Service, precondition, service
+from trainpool.emulator.api.rpc import Service, precondition, service, typed
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.manager import TERMINAL, JobManager
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind
@@ -62,6 +62,9 @@ def fill_disk_defaults(spec: Any) -> None:
 
 
 class JobService:
+    """The methods of JobService: CustomJobs and HyperparameterTuningJobs, run by the
+    emulator's :class:`JobManager`."""
+
     def __init__(self, state: EmulatorState, manager: JobManager) -> None:
         self.state = state
         self.manager = manager
@@ -137,8 +140,17 @@ class JobService:
         run_tuning_job(self.manager, job.name)
         return job
 
-    def list(self, kind: Kind, request: Any) -> tuple[list[Any], str]:
-        return requests.list_page(self.records, kind, request)
+    def list_custom(self, request: js.ListCustomJobsRequest) -> js.ListCustomJobsResponse:
+        found, token = requests.list_page(self.records, CUSTOM_JOBS, request)
+        return js.ListCustomJobsResponse(custom_jobs=found, next_page_token=token)
+
+    def list_tuning(
+        self, request: js.ListHyperparameterTuningJobsRequest
+    ) -> js.ListHyperparameterTuningJobsResponse:
+        found, token = requests.list_page(self.records, TUNING_JOBS, request)
+        return js.ListHyperparameterTuningJobsResponse(
+            hyperparameter_tuning_jobs=found, next_page_token=token
+        )
 
     def cancel(self, name: str, kind: Kind) -> empty_pb2.Empty:
         job = self.get(name, kind)
@@ -171,65 +183,22 @@ class JobService:
 def handler(state: EmulatorState, manager: JobManager) -> Service:
     """The JobService handler."""
     jobs = JobService(state, manager)
-
-    def list_custom(request: js.ListCustomJobsRequest) -> js.ListCustomJobsResponse:
-        found, token = jobs.list(CUSTOM_JOBS, request)
-        return js.ListCustomJobsResponse(custom_jobs=found, next_page_token=token)
-
-    def list_tuning(
-        request: js.ListHyperparameterTuningJobsRequest,
-    ) -> js.ListHyperparameterTuningJobsResponse:
-        found, token = jobs.list(TUNING_JOBS, request)
-        return js.ListHyperparameterTuningJobsResponse(
-            hyperparameter_tuning_jobs=found, next_page_token=token
-        )
-
     custom, tuning = CUSTOM_JOBS, TUNING_JOBS
-    operation = operations_pb2.Operation
-    return service(
-        SERVICE,
-        {
-            "CreateCustomJob": (jobs.create_custom_job, js.CreateCustomJobRequest, cj.CustomJob),
-            "GetCustomJob": (
-                lambda r: jobs.get(r.name, custom),
-                js.GetCustomJobRequest,
-                cj.CustomJob,
-            ),
-            "ListCustomJobs": (list_custom, js.ListCustomJobsRequest, js.ListCustomJobsResponse),
-            "CancelCustomJob": (
-                lambda r: jobs.cancel(r.name, custom),
-                js.CancelCustomJobRequest,
-                empty_pb2.Empty,
-            ),
-            "DeleteCustomJob": (
-                lambda r: jobs.delete(r.name, custom),
-                js.DeleteCustomJobRequest,
-                operation,
-            ),
-            "CreateHyperparameterTuningJob": (
-                jobs.create_tuning_job,
-                js.CreateHyperparameterTuningJobRequest,
-                hptj.HyperparameterTuningJob,
-            ),
-            "GetHyperparameterTuningJob": (
-                lambda r: jobs.get(r.name, tuning),
-                js.GetHyperparameterTuningJobRequest,
-                hptj.HyperparameterTuningJob,
-            ),
-            "ListHyperparameterTuningJobs": (
-                list_tuning,
-                js.ListHyperparameterTuningJobsRequest,
-                js.ListHyperparameterTuningJobsResponse,
-            ),
-            "CancelHyperparameterTuningJob": (
-                lambda r: jobs.cancel(r.name, tuning),
-                js.CancelHyperparameterTuningJobRequest,
-                empty_pb2.Empty,
-            ),
-            "DeleteHyperparameterTuningJob": (
-                lambda r: jobs.delete(r.name, tuning),
-                js.DeleteHyperparameterTuningJobRequest,
-                operation,
-            ),
-        },
-    )
+    operation, empty = operations_pb2.Operation, empty_pb2.Empty
+    tuning_job = hptj.HyperparameterTuningJob
+    answers = {
+        "CreateCustomJob": (jobs.create_custom_job, cj.CustomJob),
+        "GetCustomJob": (lambda r: jobs.get(r.name, custom), cj.CustomJob),
+        "ListCustomJobs": (jobs.list_custom, js.ListCustomJobsResponse),
+        "CancelCustomJob": (lambda r: jobs.cancel(r.name, custom), empty),
+        "DeleteCustomJob": (lambda r: jobs.delete(r.name, custom), operation),
+        "CreateHyperparameterTuningJob": (jobs.create_tuning_job, tuning_job),
+        "GetHyperparameterTuningJob": (lambda r: jobs.get(r.name, tuning), tuning_job),
+        "ListHyperparameterTuningJobs": (
+            jobs.list_tuning,
+            js.ListHyperparameterTuningJobsResponse,
+        ),
+        "CancelHyperparameterTuningJob": (lambda r: jobs.cancel(r.name, tuning), empty),
+        "DeleteHyperparameterTuningJob": (lambda r: jobs.delete(r.name, tuning), operation),
+    }
+    return service(SERVICE, typed(js, answers))

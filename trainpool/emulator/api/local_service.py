@@ -59,6 +59,7 @@ from trainpool.emulator.builds.engine_builds import (
     build,
     ensure_base,
 )
+from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.repositories import PushRefused, pushed, record_push
 from trainpool.emulator.state import EmulatorState
@@ -78,8 +79,16 @@ BASES = BASES_METHOD.rsplit("/", 1)[1]
 ENGINE = ENGINE_METHOD.rsplit("/", 1)[1]
 
 
-def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler:
-    def describe(request: bytes, context: Any) -> bytes:
+class LocalService:
+    """The methods of ``trainpool.emulator.v1.Local``, each ``(request bytes, context) ->
+    response bytes``, over the emulator's state and its container engine."""
+
+    def __init__(self, state: EmulatorState, manager: JobManager) -> None:
+        self.state = state
+        self.manager = manager
+
+    def describe(self, request: bytes, context: Any) -> bytes:
+        state = self.state
         answer = {
             "root": str(state.root),
             "storage_env": state.storage_env(),
@@ -88,7 +97,7 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
         }
         return json.dumps(answer).encode()
 
-    def push(request: bytes, context: Any) -> bytes:
+    def push(self, request: bytes, context: Any) -> bytes:
         try:
             asked = json.loads(request)
             image, image_id = str(asked["image"]), str(asked["id"])
@@ -101,19 +110,19 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
                 f"Push: {err}; accepted: JSON with image, id, size and created",
             )
         try:
-            record = record_push(state, image, image_id, size, built)
+            record = record_push(self.state, image, image_id, size, built)
         except PushRefused as err:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(err))
         return artifact.DockerImage.to_json(record).encode()
 
-    def pull(request: bytes, context: Any) -> bytes:
+    def pull(self, request: bytes, context: Any) -> bytes:
         try:
             image = str(json.loads(request)["image"])
         except (ValueError, KeyError, TypeError) as err:
             context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, f"Pull: {err}; accepted: JSON with image"
             )
-        record = pushed(state, image)
+        record = pushed(self.state, image)
         if record is None:
             context.abort(
                 grpc.StatusCode.NOT_FOUND,
@@ -123,7 +132,7 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
             return b""  # not reached: abort raises
         return json.dumps({"id": record.name.rsplit("@", 1)[1]}).encode()
 
-    def bases(request: bytes, context: Any) -> bytes:
+    def bases(self, request: bytes, context: Any) -> bytes:
         try:
             asked = json.loads(request)
             names = image_config.base_images(
@@ -135,6 +144,7 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
                 f"Bases: {err}; accepted: JSON with dockerfile and build_args",
             )
         said = io.StringIO()
+        manager = self.manager
         if manager.containers is None:
             said.write(f"the emulator has no container engine ({manager.no_containers})\n")
         else:
@@ -145,7 +155,7 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
                     said.write(f"{err}\n")
         return json.dumps({"said": said.getvalue()}).encode()
 
-    def engine(request: bytes, context: Any) -> bytes:
+    def engine(self, request: bytes, context: Any) -> bytes:
         try:
             asked = json.loads(request)
             op = str(asked["op"])
@@ -154,37 +164,17 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"Engine: {err}; accepted: JSON with op (describe, has, tag, build)",
             )
-        found = manager.containers
+        found, why = self.manager.containers, self.manager.no_containers
         if op == "describe":
-            answer = {"engine": found.describe if found else "", "why": manager.no_containers}
-            return json.dumps(answer).encode()
+            return json.dumps({"engine": found.describe if found else "", "why": why}).encode()
         if found is None:
             context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION,
-                f"the emulator has no container engine ({manager.no_containers})",
+                f"the emulator has no container engine ({why})",
             )
             return b""  # not reached: abort raises
         try:
-            if op == "has":
-                image = found.image(str(asked["image"]))
-                return json.dumps({"id": image.id if image else ""}).encode()
-            if op == "tag":
-                repository, _, tag = str(asked["name"]).rpartition(":")
-                found.client.images.get(str(asked["image"])).tag(repository, tag)
-                return b"{}"
-            if op == "build":
-                log = io.StringIO()
-                data = Path(str(asked["context"])).read_bytes()
-                image_id = build(
-                    found,
-                    data,
-                    dict(asked.get("build_args") or {}),
-                    log,
-                    str(asked.get("dockerfile") or "Dockerfile"),
-                )
-                repository, _, tag = str(asked["image"]).rpartition(":")
-                found.client.images.get(image_id).tag(repository, tag)
-                return json.dumps({"id": image_id, "log": log.getvalue()}).encode()
+            answer = engine_op(found, op, asked)
         except KeyError as err:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"Engine {op}: {err} is missing")
         except BaseUnavailable as err:
@@ -193,19 +183,51 @@ def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(err))
         except BuildFailed as err:
             context.abort(grpc.StatusCode.ABORTED, str(err))
+        if answer is not None:
+            return answer
         context.abort(
             grpc.StatusCode.INVALID_ARGUMENT,
             f"Engine: op {op!r}; accepted: describe, has, tag, build",
         )
         return b""  # not reached: abort raises
 
+
+def engine_op(found: ContainerEngine, op: str, asked: dict[str, Any]) -> bytes | None:
+    """The answer of Engine's ``has``, ``tag`` or ``build`` on the engine ``found``; None
+    for any other ``op``. A missing field raises ``KeyError``; a build, the build's errors."""
+    if op == "has":
+        image = found.image(str(asked["image"]))
+        return json.dumps({"id": image.id if image else ""}).encode()
+    if op == "tag":
+        repository, _, tag = str(asked["name"]).rpartition(":")
+        found.client.images.get(str(asked["image"])).tag(repository, tag)
+        return b"{}"
+    if op == "build":
+        log = io.StringIO()
+        data = Path(str(asked["context"])).read_bytes()
+        image_id = build(
+            found,
+            data,
+            dict(asked.get("build_args") or {}),
+            log,
+            str(asked.get("dockerfile") or "Dockerfile"),
+        )
+        repository, _, tag = str(asked["image"]).rpartition(":")
+        found.client.images.get(image_id).tag(repository, tag)
+        return json.dumps({"id": image_id, "log": log.getvalue()}).encode()
+    return None
+
+
+def handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler:
+    """The ``trainpool.emulator.v1.Local`` handler: Describe, Push, Pull, Bases, Engine."""
+    local = LocalService(state, manager)
     return grpc.method_handlers_generic_handler(
         SERVICE,
         {
-            METHOD: grpc.unary_unary_rpc_method_handler(describe),
-            PUSH: grpc.unary_unary_rpc_method_handler(push),
-            PULL: grpc.unary_unary_rpc_method_handler(pull),
-            BASES: grpc.unary_unary_rpc_method_handler(bases),
-            ENGINE: grpc.unary_unary_rpc_method_handler(engine),
+            METHOD: grpc.unary_unary_rpc_method_handler(local.describe),
+            PUSH: grpc.unary_unary_rpc_method_handler(local.push),
+            PULL: grpc.unary_unary_rpc_method_handler(local.pull),
+            BASES: grpc.unary_unary_rpc_method_handler(local.bases),
+            ENGINE: grpc.unary_unary_rpc_method_handler(local.engine),
         },
     )

@@ -83,10 +83,37 @@ def _proto(entry: dict[str, Any]) -> Any:
     return log_entry.LogEntry.wrap(message)
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    logs = Logs(state)
+def _written(
+    index: int, item: dict[str, Any], defaults: dict[str, Any], now: str
+) -> dict[str, Any]:
+    """Entry ``index`` of a WriteLogEntries request (``item``, JSON) with the request's
+    ``defaults`` (its logName, resource and labels) filled in and stamped ``now``."""
+    entry = {**item}
+    entry.setdefault("logName", defaults.get("logName", ""))
+    if "resource" not in entry:
+        entry["resource"] = defaults.get("resource", {"type": "global", "labels": {}})
+    entry["labels"] = {**defaults.get("labels", {}), **entry.get("labels", {})}
+    if not entry["labels"]:
+        entry.pop("labels")
+    entry["timestamp"] = stamp(entry.get("timestamp", now))
+    entry["receiveTimestamp"] = now
+    entry.setdefault("severity", "DEFAULT")
+    name = str(entry["logName"]).split("/")
+    if len(name) != 4 or name[0] != "projects" or name[2] != "logs" or not name[3]:
+        raise InputError.of(
+            f"entries[{index}].log_name",
+            f"{entry['logName']!r}; accepted: projects/PROJECT_ID/logs/LOG_ID",
+        )
+    return entry
 
-    def list_entries(request: lg.ListLogEntriesRequest) -> lg.ListLogEntriesResponse:
+
+class LoggingService:
+    """The methods of LoggingServiceV2 served here, over the emulator's :class:`Logs`."""
+
+    def __init__(self, logs: Logs) -> None:
+        self.logs = logs
+
+    def list_entries(self, request: lg.ListLogEntriesRequest) -> lg.ListLogEntriesResponse:
         projects = projects_of(request.resource_names)
         node = query.parse(request.filter)
         order = " ".join(request.order_by.lower().split()) or ORDERS[0]
@@ -95,47 +122,32 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
                 "order_by", f"{request.order_by!r}; accepted: {' or '.join(ORDERS)}"
             )
         size, start = _page(request)
-        found = logs.matching(projects, node)
+        found = self.logs.matching(projects, node)
         if order == ORDERS[1]:
             found.reverse()
         page = found[start : start + size]
         token = str(start + size) if start + size < len(found) else ""
         return lg.ListLogEntriesResponse(entries=[_proto(e) for e in page], next_page_token=token)
 
-    def write_entries(request: lg.WriteLogEntriesRequest) -> lg.WriteLogEntriesResponse:
+    def write_entries(self, request: lg.WriteLogEntriesRequest) -> lg.WriteLogEntriesResponse:
         now = _now()
         defaults = json_format.MessageToDict(lg.WriteLogEntriesRequest.pb(request))
-        written = []
-        for index, item in enumerate(defaults.get("entries", [])):
-            entry = {**item}
-            entry.setdefault("logName", defaults.get("logName", ""))
-            if "resource" not in entry:
-                entry["resource"] = defaults.get("resource", {"type": "global", "labels": {}})
-            entry["labels"] = {**defaults.get("labels", {}), **entry.get("labels", {})}
-            if not entry["labels"]:
-                entry.pop("labels")
-            entry["timestamp"] = stamp(entry.get("timestamp", now))
-            entry["receiveTimestamp"] = now
-            entry.setdefault("severity", "DEFAULT")
-            name = str(entry["logName"]).split("/")
-            if len(name) != 4 or name[0] != "projects" or name[2] != "logs" or not name[3]:
-                raise InputError.of(
-                    f"entries[{index}].log_name",
-                    f"{entry['logName']!r}; accepted: projects/PROJECT_ID/logs/LOG_ID",
-                )
-            written.append(entry)
-        logs.write(written)
+        written = [
+            _written(index, item, defaults, now)
+            for index, item in enumerate(defaults.get("entries", []))
+        ]
+        self.logs.write(written)
         return lg.WriteLogEntriesResponse()
 
-    def list_logs(request: lg.ListLogsRequest) -> lg.ListLogsResponse:
+    def list_logs(self, request: lg.ListLogsRequest) -> lg.ListLogsResponse:
         project = projects_of([request.parent], "parent")[0]
         size, start = _page(request)
-        names = logs.log_names(project)
+        names = self.logs.log_names(project)
         token = str(start + size) if start + size < len(names) else ""
         return lg.ListLogsResponse(log_names=names[start : start + size], next_page_token=token)
 
     def tail(
-        requests: Iterator[lg.TailLogEntriesRequest], active: Callable[[], bool]
+        self, requests: Iterator[lg.TailLogEntriesRequest], active: Callable[[], bool]
     ) -> Iterator[lg.TailLogEntriesResponse]:
         first = next(iter(requests), None)
         if first is None:
@@ -147,7 +159,7 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             settled = _now(-TAIL_SETTLE_S)
             fresh = [
                 e
-                for e in logs.matching(projects, node)
+                for e in self.logs.matching(projects, node)
                 if sent < (e["timestamp"], e["insertId"]) and e["timestamp"] <= settled
             ]
             if fresh:
@@ -155,18 +167,27 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
                 yield lg.TailLogEntriesResponse(entries=[_proto(e) for e in fresh])
             time.sleep(TAIL_POLL_S)
 
+
+def handler(state: EmulatorState, manager: JobManager) -> Service:
+    """The LoggingServiceV2 handler: ListLogEntries, WriteLogEntries, ListLogs and the
+    TailLogEntries stream."""
+    served = LoggingService(Logs(state))
     return service(
         SERVICE,
         {
-            "ListLogEntries": (list_entries, lg.ListLogEntriesRequest, lg.ListLogEntriesResponse),
+            "ListLogEntries": (
+                served.list_entries,
+                lg.ListLogEntriesRequest,
+                lg.ListLogEntriesResponse,
+            ),
             "WriteLogEntries": (
-                write_entries,
+                served.write_entries,
                 lg.WriteLogEntriesRequest,
                 lg.WriteLogEntriesResponse,
             ),
-            "ListLogs": (list_logs, lg.ListLogsRequest, lg.ListLogsResponse),
+            "ListLogs": (served.list_logs, lg.ListLogsRequest, lg.ListLogsResponse),
         },
         streams={
-            "TailLogEntries": (tail, lg.TailLogEntriesRequest, lg.TailLogEntriesResponse),
+            "TailLogEntries": (served.tail, lg.TailLogEntriesRequest, lg.TailLogEntriesResponse),
         },
     )

@@ -19,94 +19,102 @@ from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS, EXECUTIONS
 from trainpool.errors import InputError, brief
 
 
-def link_methods(store: MetadataRecords) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
-    """``{method: (function, RequestType, ResponseType)}`` of the link and lineage methods,
-    on ``store``."""
+class MetadataLinks:
+    """The link and lineage methods of MetadataService, on one :class:`MetadataRecords`."""
+
+    def __init__(self, store: MetadataRecords) -> None:
+        self.store = store
 
     def add_members(
-        request: ms.AddContextArtifactsAndExecutionsRequest,
+        self, request: ms.AddContextArtifactsAndExecutionsRequest
     ) -> ms.AddContextArtifactsAndExecutionsResponse:
         check_node(request.context, CONTEXTS, "context")
         same_store(request.context, [*request.artifacts, *request.executions])
-        store.links.add_to_context(request.context, request.artifacts, request.executions)
+        self.store.links.add_to_context(request.context, request.artifacts, request.executions)
         return ms.AddContextArtifactsAndExecutionsResponse()
 
-    def add_children(request: ms.AddContextChildrenRequest) -> ms.AddContextChildrenResponse:
+    def add_children(self, request: ms.AddContextChildrenRequest) -> ms.AddContextChildrenResponse:
         check_node(request.context, CONTEXTS, "context")
         same_store(request.context, request.child_contexts)
-        store.links.add_children(request.context, request.child_contexts)
+        self.store.links.add_children(request.context, request.child_contexts)
         return ms.AddContextChildrenResponse()
 
     def remove_children(
-        request: ms.RemoveContextChildrenRequest,
+        self, request: ms.RemoveContextChildrenRequest
     ) -> ms.RemoveContextChildrenResponse:
         check_node(request.context, CONTEXTS, "context")
-        store.links.remove_children(request.context, request.child_contexts)
+        self.store.links.remove_children(request.context, request.child_contexts)
         return ms.RemoveContextChildrenResponse()
 
-    def add_events(request: ms.AddExecutionEventsRequest) -> ms.AddExecutionEventsResponse:
+    def add_events(self, request: ms.AddExecutionEventsRequest) -> ms.AddExecutionEventsResponse:
         check_node(request.execution, EXECUTIONS, "execution")
         same_store(request.execution, [e.artifact for e in request.events])
-        store.links.add_events(request.execution, request.events)
+        self.store.links.add_events(request.execution, request.events)
         return ms.AddExecutionEventsResponse()
 
-    def inputs_outputs(request: ms.QueryExecutionInputsAndOutputsRequest) -> Any:
+    def inputs_outputs(self, request: ms.QueryExecutionInputsAndOutputsRequest) -> Any:
         check_node(request.execution, EXECUTIONS, "execution")
-        return subgraphs.inputs_and_outputs(store, request.execution)
+        return subgraphs.inputs_and_outputs(self.store, request.execution)
 
-    def context_lineage(request: ms.QueryContextLineageSubgraphRequest) -> Any:
+    def context_lineage(self, request: ms.QueryContextLineageSubgraphRequest) -> Any:
         check_node(request.context, CONTEXTS, "context")
-        return subgraphs.context_subgraph(store, request.context)
+        return subgraphs.context_subgraph(self.store, request.context)
 
-    def artifact_lineage(request: ms.QueryArtifactLineageSubgraphRequest) -> Any:
+    def artifact_lineage(self, request: ms.QueryArtifactLineageSubgraphRequest) -> Any:
         check_node(request.artifact, ARTIFACTS, "artifact")
         return subgraphs.artifact_subgraph(
-            store, request.artifact, request.max_hops, request.filter
+            self.store, request.artifact, request.max_hops, request.filter
         )
 
-    def same_store(owner: str, names: Any) -> None:
-        home = store_of(owner)
-        for name in names:
-            if store_of(name) != home:
-                raise InputError.of(
-                    "request",
-                    f"{brief(name)} is not in {home}; accepted: resources of the same "
-                    "MetadataStore",
-                )
 
+def same_store(owner: str, names: Any) -> None:
+    """INVALID_ARGUMENT unless every one of ``names`` is in ``owner``'s MetadataStore."""
+    home = store_of(owner)
+    for name in names:
+        if store_of(name) != home:
+            raise InputError.of(
+                "request",
+                f"{brief(name)} is not in {home}; accepted: resources of the same MetadataStore",
+            )
+
+
+def link_methods(store: MetadataRecords) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
+    """``{method: (function, RequestType, ResponseType)}`` of the link and lineage methods,
+    on ``store``."""
+    links = MetadataLinks(store)
     return {
         "AddContextArtifactsAndExecutions": (
-            add_members,
+            links.add_members,
             ms.AddContextArtifactsAndExecutionsRequest,
             ms.AddContextArtifactsAndExecutionsResponse,
         ),
         "AddContextChildren": (
-            add_children,
+            links.add_children,
             ms.AddContextChildrenRequest,
             ms.AddContextChildrenResponse,
         ),
         "RemoveContextChildren": (
-            remove_children,
+            links.remove_children,
             ms.RemoveContextChildrenRequest,
             ms.RemoveContextChildrenResponse,
         ),
         "QueryContextLineageSubgraph": (
-            context_lineage,
+            links.context_lineage,
             ms.QueryContextLineageSubgraphRequest,
             lineage_types.LineageSubgraph,
         ),
         "AddExecutionEvents": (
-            add_events,
+            links.add_events,
             ms.AddExecutionEventsRequest,
             ms.AddExecutionEventsResponse,
         ),
         "QueryExecutionInputsAndOutputs": (
-            inputs_outputs,
+            links.inputs_outputs,
             ms.QueryExecutionInputsAndOutputsRequest,
             lineage_types.LineageSubgraph,
         ),
         "QueryArtifactLineageSubgraph": (
-            artifact_lineage,
+            links.artifact_lineage,
             ms.QueryArtifactLineageSubgraphRequest,
             lineage_types.LineageSubgraph,
         ),

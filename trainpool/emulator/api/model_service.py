@@ -43,15 +43,22 @@ def _registry(call: Any) -> Any:
     return answer
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The ModelService handler."""
+def check_model_name(name: str, field: str = "name") -> None:
+    """A Model's name, with or without ``@VERSION`` or ``@ALIAS``."""
+    requests.check_name(name.partition("@")[0], MODELS.collection)
+    if "@" in name:
+        models.check_reference(name.partition("@")[2], field)
 
-    def check_model_name(name: str, field: str = "name") -> None:
-        requests.check_name(name.partition("@")[0], MODELS.collection)
-        if "@" in name:
-            models.check_reference(name.partition("@")[2], field)
 
-    def upload(request: ms.UploadModelRequest) -> operations_pb2.Operation:
+class ModelService:
+    """The methods of ModelService over the emulator's records
+    (:mod:`trainpool.emulator.records.models`)."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self.state = state
+        self.records = state.records
+
+    def upload(self, request: ms.UploadModelRequest) -> operations_pb2.Operation:
         requests.check_parent(request.parent)
         requests.check_display_name(request.model.display_name, "model.display_name")
         requests.check_labels(request.model.labels, "model.labels")
@@ -60,37 +67,37 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
         if request.parent_model:
             check_model_name(request.parent_model, "parent_model")
         model = models.register(
-            state.db,
-            state.records,
+            self.state.db,
+            self.records,
             request.parent,
             request.model,
             request.model_id,
             request.parent_model,
         )
         response = ms.UploadModelResponse(model=model.name, model_version_id=model.version_id)
-        return state.finished(model.name, response)
+        return self.state.finished(model.name, response)
 
-    def get(request: ms.GetModelRequest) -> model_types.Model:
+    def get(self, request: ms.GetModelRequest) -> model_types.Model:
         check_model_name(request.name)
-        found = models.get(state.records, request.name)
+        found = models.get(self.records, request.name)
         if found is None:
             raise not_found(f"Model {request.name} not found.")
         return found
 
-    def delete(request: ms.DeleteModelRequest) -> operations_pb2.Operation:
+    def delete(self, request: ms.DeleteModelRequest) -> operations_pb2.Operation:
         requests.check_name(request.name, MODELS.collection)
-        if not models.delete(state.records, request.name):
+        if not models.delete(self.records, request.name):
             raise not_found(f"Model {request.name} not found.")
-        return state.finished(request.name, empty_pb2.Empty())
+        return self.state.finished(request.name, empty_pb2.Empty())
 
-    def list_models(request: ms.ListModelsRequest) -> ms.ListModelsResponse:
-        found, token = requests.list_page(state.records, MODELS, request)
+    def list_models(self, request: ms.ListModelsRequest) -> ms.ListModelsResponse:
+        found, token = requests.list_page(self.records, MODELS, request)
         return ms.ListModelsResponse(models=found, next_page_token=token)
 
-    def list_versions(request: ms.ListModelVersionsRequest) -> ms.ListModelVersionsResponse:
+    def list_versions(self, request: ms.ListModelVersionsRequest) -> ms.ListModelVersionsResponse:
         requests.check_name(request.name, MODELS.collection)
         found, token = models.page(
-            state.records,
+            self.records,
             request.name,
             filter=request.filter,
             page_size=request.page_size,
@@ -99,16 +106,16 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
         )
         return ms.ListModelVersionsResponse(models=found, next_page_token=token)
 
-    def merge_aliases(request: ms.MergeVersionAliasesRequest) -> model_types.Model:
+    def merge_aliases(self, request: ms.MergeVersionAliasesRequest) -> model_types.Model:
         check_model_name(request.name)
-        return models.merge_aliases(state.records, request.name, list(request.version_aliases))
+        return models.merge_aliases(self.records, request.name, list(request.version_aliases))
 
-    def delete_version(request: ms.DeleteModelVersionRequest) -> operations_pb2.Operation:
+    def delete_version(self, request: ms.DeleteModelVersionRequest) -> operations_pb2.Operation:
         check_model_name(request.name)
-        gone = models.delete_version(state.records, request.name)
-        return state.finished(gone, empty_pb2.Empty())
+        gone = models.delete_version(self.records, request.name)
+        return self.state.finished(gone, empty_pb2.Empty())
 
-    def update(request: ms.UpdateModelRequest) -> model_types.Model:
+    def update(self, request: ms.UpdateModelRequest) -> model_types.Model:
         name = request.model.name
         requests.check_name(name.partition("@")[0], MODELS.collection)
         if name.partition("@")[2] not in ("", "-"):
@@ -118,25 +125,33 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             requests.check_labels(request.model.labels, "model.labels")
         if "display_name" in paths:
             requests.check_display_name(request.model.display_name, "model.display_name")
-        return models.update(state.records, request.model, paths)
+        return models.update(self.records, request.model, paths)
 
+
+def handler(state: EmulatorState, manager: JobManager) -> Service:
+    """The ModelService handler."""
+    registry = ModelService(state)
     methods: dict[str, Any] = {
-        "UploadModel": (upload, ms.UploadModelRequest, operations_pb2.Operation),
-        "GetModel": (get, ms.GetModelRequest, model_types.Model),
-        "ListModels": (list_models, ms.ListModelsRequest, ms.ListModelsResponse),
-        "DeleteModel": (delete, ms.DeleteModelRequest, operations_pb2.Operation),
+        "UploadModel": (registry.upload, ms.UploadModelRequest, operations_pb2.Operation),
+        "GetModel": (registry.get, ms.GetModelRequest, model_types.Model),
+        "ListModels": (registry.list_models, ms.ListModelsRequest, ms.ListModelsResponse),
+        "DeleteModel": (registry.delete, ms.DeleteModelRequest, operations_pb2.Operation),
         "ListModelVersions": (
-            list_versions,
+            registry.list_versions,
             ms.ListModelVersionsRequest,
             ms.ListModelVersionsResponse,
         ),
-        "MergeVersionAliases": (merge_aliases, ms.MergeVersionAliasesRequest, model_types.Model),
+        "MergeVersionAliases": (
+            registry.merge_aliases,
+            ms.MergeVersionAliasesRequest,
+            model_types.Model,
+        ),
         "DeleteModelVersion": (
-            delete_version,
+            registry.delete_version,
             ms.DeleteModelVersionRequest,
             operations_pb2.Operation,
         ),
-        "UpdateModel": (update, ms.UpdateModelRequest, model_types.Model),
+        "UpdateModel": (registry.update, ms.UpdateModelRequest, model_types.Model),
     }
     return service(
         SERVICE,

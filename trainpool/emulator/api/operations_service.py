@@ -19,9 +19,10 @@ import time
 from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
-from trainpool.emulator.api.rpc import Service, not_found, precondition, service
+from trainpool.emulator.api.rpc import Service, not_found, precondition, service, typed
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import paging
+from trainpool.emulator.records.operations import Operations
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
 
@@ -32,19 +33,22 @@ server may still wait less than the timeout")."""
 POLL_S = 0.1
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    operations = state.operations
+class OperationsService:
+    """The methods of ``google.longrunning.Operations`` over the emulator's operations."""
 
-    def get(request: operations_pb2.GetOperationRequest) -> operations_pb2.Operation:
+    def __init__(self, operations: Operations) -> None:
+        self.operations = operations
+
+    def get(self, request: operations_pb2.GetOperationRequest) -> operations_pb2.Operation:
         if not request.name:
             raise InputError.of("name", "'' is empty; accepted: the operation's name")
-        found = operations.get(request.name)
+        found = self.operations.get(request.name)
         if found is None:
             raise not_found(f"Operation {request.name} not found.")
         return found
 
     def list_operations(
-        request: operations_pb2.ListOperationsRequest,
+        self, request: operations_pb2.ListOperationsRequest
     ) -> operations_pb2.ListOperationsResponse:
         if request.filter:
             raise InputError.of(
@@ -53,16 +57,16 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             )
         size = paging.page_size(request.page_size)
         after = paging.page_after(request.page_token)
-        found, next_token = operations.page(request.name, size, after)
+        found, next_token = self.operations.page(request.name, size, after)
         return operations_pb2.ListOperationsResponse(operations=found, next_page_token=next_token)
 
-    def delete(request: operations_pb2.DeleteOperationRequest) -> empty_pb2.Empty:
-        get(operations_pb2.GetOperationRequest(name=request.name))
-        operations.delete(request.name)
+    def delete(self, request: operations_pb2.DeleteOperationRequest) -> empty_pb2.Empty:
+        self.get(operations_pb2.GetOperationRequest(name=request.name))
+        self.operations.delete(request.name)
         return empty_pb2.Empty()
 
-    def cancel(request: operations_pb2.CancelOperationRequest) -> empty_pb2.Empty:
-        found = get(operations_pb2.GetOperationRequest(name=request.name))
+    def cancel(self, request: operations_pb2.CancelOperationRequest) -> empty_pb2.Empty:
+        found = self.get(operations_pb2.GetOperationRequest(name=request.name))
         if not found.done:
             raise precondition(
                 f"Operation {request.name} is still running: the emulator does not cancel "
@@ -70,26 +74,24 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             )
         return empty_pb2.Empty()
 
-    def wait(request: operations_pb2.WaitOperationRequest) -> operations_pb2.Operation:
+    def wait(self, request: operations_pb2.WaitOperationRequest) -> operations_pb2.Operation:
         asked = request.timeout.seconds + request.timeout.nanos / 1e9
         deadline = time.monotonic() + min(asked if asked > 0 else MAX_WAIT_S, MAX_WAIT_S)
         while True:
-            found = get(operations_pb2.GetOperationRequest(name=request.name))
+            found = self.get(operations_pb2.GetOperationRequest(name=request.name))
             if found.done or time.monotonic() >= deadline:
                 return found
             time.sleep(POLL_S)
 
-    return service(
-        SERVICE,
-        {
-            "GetOperation": (get, operations_pb2.GetOperationRequest, operations_pb2.Operation),
-            "ListOperations": (
-                list_operations,
-                operations_pb2.ListOperationsRequest,
-                operations_pb2.ListOperationsResponse,
-            ),
-            "DeleteOperation": (delete, operations_pb2.DeleteOperationRequest, empty_pb2.Empty),
-            "CancelOperation": (cancel, operations_pb2.CancelOperationRequest, empty_pb2.Empty),
-            "WaitOperation": (wait, operations_pb2.WaitOperationRequest, operations_pb2.Operation),
-        },
-    )
+
+def handler(state: EmulatorState, manager: JobManager) -> Service:
+    """The Operations handler: Get, List, Delete, Cancel and Wait."""
+    served = OperationsService(state.operations)
+    answers = {
+        "GetOperation": (served.get, operations_pb2.Operation),
+        "ListOperations": (served.list_operations, operations_pb2.ListOperationsResponse),
+        "DeleteOperation": (served.delete, empty_pb2.Empty),
+        "CancelOperation": (served.cancel, empty_pb2.Empty),
+        "WaitOperation": (served.wait, operations_pb2.Operation),
+    }
+    return service(SERVICE, typed(operations_pb2, answers))

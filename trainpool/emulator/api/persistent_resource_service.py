@@ -36,12 +36,15 @@ def lives_of(state: EmulatorState, manager: JobManager) -> Lives:
     return state.one(Lives, lambda: Lives(state, manager))
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The PersistentResourceService handler."""
-    lives = lives_of(state, manager)
-    allow_unknown = os.environ.get(requests.ALLOW_UNKNOWN_ENV) == "1"
+class PersistentResourceService:
+    """The methods of PersistentResourceService over the emulator's :class:`Lives`."""
 
-    def create(request: prs.CreatePersistentResourceRequest) -> operations_pb2.Operation:
+    def __init__(self, state: EmulatorState, manager: JobManager) -> None:
+        self.state = state
+        self.lives = lives_of(state, manager)
+        self.allow_unknown = os.environ.get(requests.ALLOW_UNKNOWN_ENV) == "1"
+
+    def create(self, request: prs.CreatePersistentResourceRequest) -> operations_pb2.Operation:
         requests.check_parent(request.parent)
         rules.check_id(request.persistent_resource_id)
         resource = request.persistent_resource
@@ -49,7 +52,7 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
             requests.check_display_name(resource.display_name, "persistent_resource.display_name")
         requests.check_labels(resource.labels, "persistent_resource.labels")
         requests.check_no_nul(type(resource).to_dict(resource), "persistent_resource")
-        rules.check_pools(resource, allow_unknown=allow_unknown)
+        rules.check_pools(resource, allow_unknown=self.allow_unknown)
         runtime = resource.resource_runtime_spec
         if "resource_runtime_spec" in resource and "ray_spec" in runtime:
             raise InputError.of(
@@ -58,53 +61,42 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
                 "(a resource whose pools training jobs run on)",
             )
         try:
-            return lives.create(request)
+            return self.lives.create(request)
         except AlreadyExists as err:
             name = resource_name(request.parent, request.persistent_resource_id)
             raise already_exists(f"PersistentResource {name} already exists.") from err
 
-    def get(request: prs.GetPersistentResourceRequest) -> pr.PersistentResource:
+    def get(self, request: prs.GetPersistentResourceRequest) -> pr.PersistentResource:
         requests.check_name(request.name, KIND.collection)
-        found: pr.PersistentResource = lives.get(request.name)
+        found: pr.PersistentResource = self.lives.get(request.name)
         return found
 
-    def list_resources(
-        request: prs.ListPersistentResourcesRequest,
+    def list(
+        self, request: prs.ListPersistentResourcesRequest
     ) -> prs.ListPersistentResourcesResponse:
         requests.check_parent(request.parent)  # the request has no filter or order_by
-        found, token = state.records.page(
+        found, token = self.state.records.page(
             KIND, request.parent, page_size=request.page_size, page_token=request.page_token
         )
-        settled = [s for s in (lives.settle(r) for r in found) if s is not None]
+        settled = [s for s in (self.lives.settle(r) for r in found) if s is not None]
         return prs.ListPersistentResourcesResponse(
             persistent_resources=settled, next_page_token=token
         )
 
-    def delete(request: prs.DeletePersistentResourceRequest) -> operations_pb2.Operation:
+    def delete(self, request: prs.DeletePersistentResourceRequest) -> operations_pb2.Operation:
         requests.check_name(request.name, KIND.collection)
-        return lives.delete(request.name)
+        return self.lives.delete(request.name)
 
-    def reboot(request: prs.RebootPersistentResourceRequest) -> operations_pb2.Operation:
+    def reboot(self, request: prs.RebootPersistentResourceRequest) -> operations_pb2.Operation:
         requests.check_name(request.name, KIND.collection)
-        return lives.reboot(request.name)
+        return self.lives.reboot(request.name)
 
-    def update(request: prs.UpdatePersistentResourceRequest) -> operations_pb2.Operation:
+    def update(self, request: prs.UpdatePersistentResourceRequest) -> operations_pb2.Operation:
         given = request.persistent_resource
         requests.check_name(given.name, KIND.collection)
         paths = list(request.update_mask.paths)
-        if not paths:
-            raise InputError.of("update_mask", f"empty; accepted: {', '.join(UPDATABLE)}")
-        for path in paths:
-            if path not in UPDATABLE:
-                raise InputError.of(
-                    "update_mask.paths",
-                    f"{path!r} is not updated by the emulator; accepted: {', '.join(UPDATABLE)}",
-                )
-        if "display_name" in paths:
-            requests.check_display_name(given.display_name, "persistent_resource.display_name")
-        if "labels" in paths:
-            requests.check_labels(given.labels, "persistent_resource.labels")
-        lives.get(given.name)
+        check_update(given, paths)
+        self.lives.get(given.name)
 
         def change(record: Any) -> None:
             if "display_name" in paths:
@@ -113,40 +105,61 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
                 record.labels.clear()
                 record.labels.update(given.labels)
 
-        state.records.update(KIND, given.name, change)
-        return lives.operation(given.name, prs.UpdatePersistentResourceOperationMetadata)
+        self.state.records.update(KIND, given.name, change)
+        return self.lives.operation(given.name, prs.UpdatePersistentResourceOperationMetadata)
 
+
+def check_update(given: pr.PersistentResource, paths: list[str]) -> None:
+    """INVALID_ARGUMENT unless ``paths`` (the update mask's) name some of :data:`UPDATABLE`
+    and ``given`` holds valid values for them."""
+    if not paths:
+        raise InputError.of("update_mask", f"empty; accepted: {', '.join(UPDATABLE)}")
+    for path in paths:
+        if path not in UPDATABLE:
+            raise InputError.of(
+                "update_mask.paths",
+                f"{path!r} is not updated by the emulator; accepted: {', '.join(UPDATABLE)}",
+            )
+    if "display_name" in paths:
+        requests.check_display_name(given.display_name, "persistent_resource.display_name")
+    if "labels" in paths:
+        requests.check_labels(given.labels, "persistent_resource.labels")
+
+
+def handler(state: EmulatorState, manager: JobManager) -> Service:
+    """The PersistentResourceService handler."""
+    resources = PersistentResourceService(state, manager)
     operation = operations_pb2.Operation
     return service(
         SERVICE,
         {
             "CreatePersistentResource": (
-                create,
+                resources.create,
                 prs.CreatePersistentResourceRequest,
                 operation,
             ),
             "GetPersistentResource": (
-                get,
+                resources.get,
                 prs.GetPersistentResourceRequest,
                 pr.PersistentResource,
             ),
             "ListPersistentResources": (
-                list_resources,
+                resources.list,
                 prs.ListPersistentResourcesRequest,
                 prs.ListPersistentResourcesResponse,
             ),
             "UpdatePersistentResource": (
-                update,
+                resources.update,
                 prs.UpdatePersistentResourceRequest,
                 operation,
             ),
             "DeletePersistentResource": (
-                delete,
+                resources.delete,
                 prs.DeletePersistentResourceRequest,
                 operation,
             ),
             "RebootPersistentResource": (
-                reboot,
+                resources.reboot,
                 prs.RebootPersistentResourceRequest,
                 operation,
             ),

@@ -28,7 +28,14 @@ from google.protobuf import empty_pb2, json_format
 from trainpool.emulator import field_coverage
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.persistent_resource_service import lives_of
-from trainpool.emulator.api.rpc import Service, already_exists, not_found, precondition, service
+from trainpool.emulator.api.rpc import (
+    Service,
+    already_exists,
+    not_found,
+    precondition,
+    service,
+    typed,
+)
 from trainpool.emulator.jobs import training_pipelines
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.pipeline_jobs import jobs
@@ -232,68 +239,19 @@ def handler(state: EmulatorState, manager: JobManager) -> Service:
     pipelines = PipelineService(
         state, runs_of(state, manager), training_pipelines.TrainingPipelines(manager)
     )
-    return service(
-        SERVICE,
-        {
-            "CreatePipelineJob": (
-                pipelines.create_job,
-                ps.CreatePipelineJobRequest,
-                pj.PipelineJob,
-            ),
-            "GetPipelineJob": (
-                lambda r: pipelines.get_job(r.name),
-                ps.GetPipelineJobRequest,
-                pj.PipelineJob,
-            ),
-            "ListPipelineJobs": (
-                pipelines.list_jobs,
-                ps.ListPipelineJobsRequest,
-                ps.ListPipelineJobsResponse,
-            ),
-            "CancelPipelineJob": (
-                pipelines.cancel_job,
-                ps.CancelPipelineJobRequest,
-                empty_pb2.Empty,
-            ),
-            "DeletePipelineJob": (
-                pipelines.delete_job,
-                ps.DeletePipelineJobRequest,
-                operations_pb2.Operation,
-            ),
-            "BatchDeletePipelineJobs": (
-                pipelines.batch_delete,
-                ps.BatchDeletePipelineJobsRequest,
-                operations_pb2.Operation,
-            ),
-            "BatchCancelPipelineJobs": (
-                pipelines.batch_cancel,
-                ps.BatchCancelPipelineJobsRequest,
-                operations_pb2.Operation,
-            ),
-            "CreateTrainingPipeline": (
-                pipelines.create_training,
-                ps.CreateTrainingPipelineRequest,
-                tp.TrainingPipeline,
-            ),
-            "GetTrainingPipeline": (
-                lambda r: pipelines.get_training(r.name),
-                ps.GetTrainingPipelineRequest,
-                tp.TrainingPipeline,
-            ),
-            "ListTrainingPipelines": (
-                pipelines.list_training,
-                ps.ListTrainingPipelinesRequest,
-                ps.ListTrainingPipelinesResponse,
-            ),
-            "CancelTrainingPipeline": (
-                pipelines.cancel_training,
-                ps.CancelTrainingPipelineRequest,
-                empty_pb2.Empty,
-            ),
-            "DeleteTrainingPipeline": (
-                pipelines.delete_training,
-                ps.DeleteTrainingPipelineRequest,
-                operations_pb2.Operation,
-            ),
-        },
-    )
+    operation, empty = operations_pb2.Operation, empty_pb2.Empty
+    answers = {
+        "CreatePipelineJob": (pipelines.create_job, pj.PipelineJob),
+        "GetPipelineJob": (lambda r: pipelines.get_job(r.name), pj.PipelineJob),
+        "ListPipelineJobs": (pipelines.list_jobs, ps.ListPipelineJobsResponse),
+        "CancelPipelineJob": (pipelines.cancel_job, empty),
+        "DeletePipelineJob": (pipelines.delete_job, operation),
+        "BatchDeletePipelineJobs": (pipelines.batch_delete, operation),
+        "BatchCancelPipelineJobs": (pipelines.batch_cancel, operation),
+        "CreateTrainingPipeline": (pipelines.create_training, tp.TrainingPipeline),
+        "GetTrainingPipeline": (lambda r: pipelines.get_training(r.name), tp.TrainingPipeline),
+        "ListTrainingPipelines": (pipelines.list_training, ps.ListTrainingPipelinesResponse),
+        "CancelTrainingPipeline": (pipelines.cancel_training, empty),
+        "DeleteTrainingPipeline": (pipelines.delete_training, operation),
+    }
+    return service(SERVICE, typed(ps, answers))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,6 +184,19 @@ def service(
             method, function, _request_type(request_type), response_type, streaming=True
         )
     return Service(name, table)
+
+
+def typed(
+    types: Any, answers: Mapping[str, tuple[Callable[[Any], Any], Any]]
+) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
+    """:func:`service`'s ``{method: (function, RequestType, ResponseType)}`` of ``answers``
+    (``{method: (function, ResponseType)}``), each request type ``<method>Request`` of
+    ``types`` (the service's types module, or a protobuf module), as Google names them and
+    as :mod:`trainpool.emulator.standard_methods` finds them."""
+    return {
+        method: (function, getattr(types, f"{method}Request"), response_type)
+        for method, (function, response_type) in answers.items()
+    }
 
 
 class Protobuf:

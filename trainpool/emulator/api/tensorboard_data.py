@@ -21,15 +21,18 @@ from trainpool.emulator.tensorboards.points import TensorboardPoints
 from trainpool.errors import InputError, brief
 
 
-def data_methods(points: TensorboardPoints) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
-    """``{method: (function, RequestType, ResponseType)}`` of the data methods, on ``points``."""
+class TensorboardData:
+    """The data methods of TensorboardService, on the points a store keeps."""
 
-    def write_run(request: ts.WriteTensorboardRunDataRequest) -> Any:
+    def __init__(self, points: TensorboardPoints) -> None:
+        self.points = points
+
+    def write_run(self, request: ts.WriteTensorboardRunDataRequest) -> Any:
         check_name(request.tensorboard_run, TENSORBOARD_RUNS, "tensorboard_run")
-        points.write_run(request.tensorboard_run, request.time_series_data)
+        self.points.write_run(request.tensorboard_run, request.time_series_data)
         return ts.WriteTensorboardRunDataResponse()
 
-    def write_experiment(request: ts.WriteTensorboardExperimentDataRequest) -> Any:
+    def write_experiment(self, request: ts.WriteTensorboardExperimentDataRequest) -> Any:
         check_name(
             request.tensorboard_experiment, TENSORBOARD_EXPERIMENTS, "tensorboard_experiment"
         )
@@ -43,23 +46,25 @@ def data_methods(points: TensorboardPoints) -> dict[str, tuple[Callable[[Any], A
                     f"{request.tensorboard_experiment}",
                 )
         for index, run_request in enumerate(request.write_run_data_requests):
-            points.write_run(
+            self.points.write_run(
                 run_request.tensorboard_run,
                 run_request.time_series_data,
                 f"write_run_data_requests[{index}].time_series_data",
             )
         return ts.WriteTensorboardExperimentDataResponse()
 
-    def read(request: ts.ReadTensorboardTimeSeriesDataRequest) -> Any:
+    def read(self, request: ts.ReadTensorboardTimeSeriesDataRequest) -> Any:
         check_name(
             request.tensorboard_time_series, TENSORBOARD_TIME_SERIES, "tensorboard_time_series"
         )
         no_filter(request.filter)
         return ts.ReadTensorboardTimeSeriesDataResponse(
-            time_series_data=points.read(request.tensorboard_time_series, request.max_data_points)
+            time_series_data=self.points.read(
+                request.tensorboard_time_series, request.max_data_points
+            )
         )
 
-    def batch_read(request: ts.BatchReadTensorboardTimeSeriesDataRequest) -> Any:
+    def batch_read(self, request: ts.BatchReadTensorboardTimeSeriesDataRequest) -> Any:
         check_name(request.tensorboard, TENSORBOARDS, "tensorboard")
         data = []
         for index, name in enumerate(request.time_series):
@@ -68,61 +73,69 @@ def data_methods(points: TensorboardPoints) -> dict[str, tuple[Callable[[Any], A
                 raise InputError.of(
                     f"time_series[{index}]", f"{brief(name)} is not in {request.tensorboard}"
                 )
-            data.append(points.read(name, 0))
+            data.append(self.points.read(name, 0))
         return ts.BatchReadTensorboardTimeSeriesDataResponse(time_series_data=data)
 
-    def export(request: ts.ExportTensorboardTimeSeriesDataRequest) -> Any:
+    def export(self, request: ts.ExportTensorboardTimeSeriesDataRequest) -> Any:
         check_name(
             request.tensorboard_time_series, TENSORBOARD_TIME_SERIES, "tensorboard_time_series"
         )
         no_filter(request.filter)
-        found, token = points.export(
+        found, token = self.points.export(
             request.tensorboard_time_series, request.page_size, request.page_token, request.order_by
         )
         return ts.ExportTensorboardTimeSeriesDataResponse(
             time_series_data_points=found, next_page_token=token
         )
 
-    def size(request: ts.ReadTensorboardSizeRequest) -> Any:
+    def size(self, request: ts.ReadTensorboardSizeRequest) -> Any:
         check_name(request.tensorboard, TENSORBOARDS, "tensorboard")
-        return ts.ReadTensorboardSizeResponse(storage_size_byte=points.size(request.tensorboard))
+        return ts.ReadTensorboardSizeResponse(
+            storage_size_byte=self.points.size(request.tensorboard)
+        )
 
-    def no_filter(text: str) -> None:
-        if text.strip():
-            raise InputError.of(
-                "filter",
-                f"{brief(text)}: the emulator reads a time series' data whole; accepted: no "
-                "filter (Vertex documents no grammar for it)",
-            )
 
+def no_filter(text: str) -> None:
+    """INVALID_ARGUMENT for a read's ``filter``: Vertex documents no grammar for it."""
+    if text.strip():
+        raise InputError.of(
+            "filter",
+            f"{brief(text)}: the emulator reads a time series' data whole; accepted: no "
+            "filter (Vertex documents no grammar for it)",
+        )
+
+
+def data_methods(points: TensorboardPoints) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
+    """``{method: (function, RequestType, ResponseType)}`` of the data methods, on ``points``."""
+    data = TensorboardData(points)
     return {
         "ReadTensorboardSize": (
-            size,
+            data.size,
             ts.ReadTensorboardSizeRequest,
             ts.ReadTensorboardSizeResponse,
         ),
         "BatchReadTensorboardTimeSeriesData": (
-            batch_read,
+            data.batch_read,
             ts.BatchReadTensorboardTimeSeriesDataRequest,
             ts.BatchReadTensorboardTimeSeriesDataResponse,
         ),
         "ReadTensorboardTimeSeriesData": (
-            read,
+            data.read,
             ts.ReadTensorboardTimeSeriesDataRequest,
             ts.ReadTensorboardTimeSeriesDataResponse,
         ),
         "WriteTensorboardExperimentData": (
-            write_experiment,
+            data.write_experiment,
             ts.WriteTensorboardExperimentDataRequest,
             ts.WriteTensorboardExperimentDataResponse,
         ),
         "WriteTensorboardRunData": (
-            write_run,
+            data.write_run,
             ts.WriteTensorboardRunDataRequest,
             ts.WriteTensorboardRunDataResponse,
         ),
         "ExportTensorboardTimeSeriesData": (
-            export,
+            data.export,
             ts.ExportTensorboardTimeSeriesDataRequest,
             ts.ExportTensorboardTimeSeriesDataResponse,
         ),

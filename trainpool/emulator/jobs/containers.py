@@ -341,20 +341,7 @@ class ContainerRunner:
                 entries.close()
             if container is not None:
                 _remove(container)
-            what = getattr(err, "explanation", None) or str(err)
-            full = self.engine.disk_full(f"when {launch.name} was to start")
-            if full is None and NO_SPACE in what.lower():
-                full = EngineDiskFull(
-                    self.engine.describe,
-                    self.engine.data_root or "(not on this machine)",
-                    f"{launch.name} could not start: {what}",
-                )
-            if full is not None:
-                raise full from err
-            raise OSError(
-                f"{launch.name}: {self.engine.describe} could not start a container of "
-                f"{spec.image.ref} ({spec.image.digest}): {what}"
-            ) from err
+            raise self._not_started(launch, spec.image, err) from err
         replica = ContainerReplica(launch, container, int(container.attrs["State"].get("Pid") or 0))
         threading.Thread(
             target=self._follow,
@@ -363,6 +350,25 @@ class ContainerRunner:
             daemon=True,
         ).start()
         return replica
+
+    def _not_started(self, launch: Launch, image: EngineImage, err: Exception) -> OSError:
+        """What a container of ``launch`` (of ``image``) that the engine could not start
+        raises: the engine's disk full (:class:`EngineDiskFull`) when it is, else an
+        ``OSError`` naming the image, each with the engine's words."""
+        what = getattr(err, "explanation", None) or str(err)
+        full = self.engine.disk_full(f"when {launch.name} was to start")
+        if full is None and NO_SPACE in what.lower():
+            full = EngineDiskFull(
+                self.engine.describe,
+                self.engine.data_root or "(not on this machine)",
+                f"{launch.name} could not start: {what}",
+            )
+        if full is not None:
+            return full
+        return OSError(
+            f"{launch.name}: {self.engine.describe} could not start a container of "
+            f"{image.ref} ({image.digest}): {what}"
+        )
 
     def _follow(
         self, replica: ContainerReplica, stream: Any, log: IO[bytes], entries: IO[bytes] | None

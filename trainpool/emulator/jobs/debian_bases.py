@@ -224,17 +224,7 @@ def ensure(
         )
     with tempfile.TemporaryDirectory(prefix="trainpool-base-") as tmp:
         rootfs = Path(tmp) / "rootfs.tar"
-        trust: list[str] = []
-        if bundle is not None:
-            # Debian's way for a local CA: a .crt each under /usr/local/share/ca-certificates
-            local = Path(tmp) / "trainpool"
-            local.mkdir()
-            for number, certificate in enumerate(bundle.certificates):
-                (local / f"ca-{number:04d}.crt").write_text(certificate + "\n")
-            trust = [
-                f"--customize-hook=copy-in {local} /usr/local/share/ca-certificates",
-                '--customize-hook=chroot "$1" update-ca-certificates --fresh',
-            ]
+        trust = _trust_hooks(Path(tmp), bundle)
         made = subprocess.run(
             [
                 program,
@@ -254,33 +244,57 @@ def ensure(
                 f"mmdebstrap could not make Debian {base.suite} for the stand-in of {name} "
                 f"(exit {made.returncode}):\n{made.stderr[-4000:]}"
             )
-        differs = (
-            f"Debian {base.suite}'s Python {base.python} in a virtual environment at /usr/local; "
-            "minbase packages only"
-        )
-        certificates = []
-        if bundle is not None:
-            differs += f"; {bundle.describe()}"
-            certificates = [
-                f"ENV {v}={TRUSTED}" for v in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
-            ]
-        repository, tag = stand_in_name(name).rsplit(":", 1)
-        client.api.import_image_from_file(
-            str(rootfs),
-            repository=repository,
-            tag=tag,
-            changes=[
-                "ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin",
-                "ENV LANG=C.UTF-8",
-                f"ENV PYTHON_VERSION={base.python}",
-                *certificates,
-                'CMD ["python3"]',
-                f'LABEL {LABEL}="{name}"',
-                f'LABEL {DIFFERENCE_LABEL}="{differs}"',
-                f'LABEL {CA_LABEL}="{_bundle_label(bundle)}"',
-            ],
-        )
+        _import(client, name, base, bundle, rootfs)
     image = find(client, name, bundle)
     if image is None:
         raise OSError(f"the engine did not keep the stand-in of {name} it imported")
     return image
+
+
+def _trust_hooks(tmp: Path, bundle: CaBundle | None) -> list[str]:
+    """mmdebstrap's hooks that make the image trust ``bundle`` (none without one), its
+    certificates written under ``tmp`` first."""
+    if bundle is None:
+        return []
+    # Debian's way for a local CA: a .crt each under /usr/local/share/ca-certificates
+    local = tmp / "trainpool"
+    local.mkdir()
+    for number, certificate in enumerate(bundle.certificates):
+        (local / f"ca-{number:04d}.crt").write_text(certificate + "\n")
+    return [
+        f"--customize-hook=copy-in {local} /usr/local/share/ca-certificates",
+        '--customize-hook=chroot "$1" update-ca-certificates --fresh',
+    ]
+
+
+def _import(
+    client: Any, name: str, base: DebianBase, bundle: CaBundle | None, rootfs: Path
+) -> None:
+    """Import ``rootfs`` into the engine as the stand-in of ``name``: its environment, and
+    labels that say what it stands in for, how it differs and which bundle it trusts."""
+    differs = (
+        f"Debian {base.suite}'s Python {base.python} in a virtual environment at /usr/local; "
+        "minbase packages only"
+    )
+    certificates = []
+    if bundle is not None:
+        differs += f"; {bundle.describe()}"
+        certificates = [
+            f"ENV {v}={TRUSTED}" for v in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+        ]
+    repository, tag = stand_in_name(name).rsplit(":", 1)
+    client.api.import_image_from_file(
+        str(rootfs),
+        repository=repository,
+        tag=tag,
+        changes=[
+            "ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "ENV LANG=C.UTF-8",
+            f"ENV PYTHON_VERSION={base.python}",
+            *certificates,
+            'CMD ["python3"]',
+            f'LABEL {LABEL}="{name}"',
+            f'LABEL {DIFFERENCE_LABEL}="{differs}"',
+            f'LABEL {CA_LABEL}="{_bundle_label(bundle)}"',
+        ],
+    )

@@ -223,6 +223,9 @@ def _fail(image: PrebuiltImage, what: str, detail: str) -> BuildFailed:
 
 
 def _build(folder: Path, image: PrebuiltImage) -> None:
+    """Build the stand-in of ``image`` in ``folder`` (what was there removed first): a venv,
+    the image's packages as pinned (pins given way when pip finds them in conflict), then
+    its record."""
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
@@ -266,6 +269,21 @@ def _build(folder: Path, image: PrebuiltImage) -> None:
     if done.returncode != 0:
         asked = " ".join([*pins, *names, *always])
         raise _fail(image, f"pip install {asked}", done.stderr)
+    _write_built(folder, image, python, choices, extra, nearest, names)
+
+
+def _write_built(
+    folder: Path,
+    image: PrebuiltImage,
+    python: Path,
+    choices: list[pip_versions.Choice],
+    extra: str | None,
+    nearest: str,
+    names: tuple[str, ...],
+) -> None:
+    """Record the environment built in ``folder`` (its site directory, what was installed,
+    held and borrowed, how it differs from ``image``) as its ``BUILT`` file, written whole
+    or not at all."""
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,

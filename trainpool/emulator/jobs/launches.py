@@ -94,34 +94,52 @@ def plan_launches(
             launches.append(_container_launch(spec, pool, index, hosts, ctx, program))
             continue
         assert base is not None
-        home = ctx.files.replica_home(name)
-        layer = replica_python.Layer(ctx.files.replica_python(name), base)
-        workdir = Workdir(ctx.files.replica_workdir(name), program.context, home, layer)
-        argv, image_env, cwd = _placed(program, workdir.root)
-        if argv and argv[0] == REPLICA_PYTHON:
-            argv[0] = str(layer.python)
-        env = replica_env(spec, pool, index, hosts, ctx, program, layer, image_env, home)
-        access = ""
-        if spec.get("enableWebAccess"):
-            access, argv = _with_web_access(ctx, name, argv)
         read_only = (*stores, *program.read_only)
         if program.read_only:
             read_only += (base.root,)
         launches.append(
-            Launch(
-                name,
-                pool,
-                argv,
-                env,
-                cwd,
-                ctx.files.replica_log(name),
-                workdir=workdir,
-                mounts=mount.mounts(ctx.home.gcs, read_only),
-                web_access=access,
-                entries=ctx.files.replica_entries(name),
-            )
+            _process_launch(spec, pool, index, hosts, ctx, program, base, mount, read_only)
         )
     return launches
+
+
+def _process_launch(
+    spec: dict[str, Any],
+    pool: int,
+    index: int,
+    hosts: dict[int, list[str]],
+    ctx: JobContext,
+    program: Program,
+    base: replica_python.Base,
+    mount: gcs_mount.Mount,
+    read_only: tuple[Path, ...],
+) -> Launch:
+    """Replica ``index`` of ``pool`` as a process of the host: its own working directory
+    and Python (a layer over ``base``), Vertex's variables, ``mount``'s mounts (``/gcs``,
+    and ``read_only`` bound read-only); web access when the job asks it."""
+    name = f"workerpool{pool}-{index}"
+    home = ctx.files.replica_home(name)
+    layer = replica_python.Layer(ctx.files.replica_python(name), base)
+    workdir = Workdir(ctx.files.replica_workdir(name), program.context, home, layer)
+    argv, image_env, cwd = _placed(program, workdir.root)
+    if argv and argv[0] == REPLICA_PYTHON:
+        argv[0] = str(layer.python)
+    env = replica_env(spec, pool, index, hosts, ctx, program, layer, image_env, home)
+    access = ""
+    if spec.get("enableWebAccess"):
+        access, argv = _with_web_access(ctx, name, argv)
+    return Launch(
+        name,
+        pool,
+        argv,
+        env,
+        cwd,
+        ctx.files.replica_log(name),
+        workdir=workdir,
+        mounts=mount.mounts(ctx.home.gcs, read_only),
+        web_access=access,
+        entries=ctx.files.replica_entries(name),
+    )
 
 
 def _job_notes(

@@ -104,7 +104,8 @@ def _env_list(items: list[dict[str, Any]] | None) -> dict[str, str]:
 def program_for(
     pool: int, pool_spec: dict[str, Any], ctx: JobContext, note: Callable[[str], None]
 ) -> Program:
-    """The command, files, Python and extra environment of one pool."""
+    """The command, files, Python and extra environment of one pool, in the module's order of
+    preference."""
     package = pool_spec.get("pythonPackageSpec")
     container = pool_spec.get("containerSpec") or {}
     image_uri = container.get("imageUri", "")
@@ -118,25 +119,41 @@ def program_for(
             return packaged
     elif engine_image is None and ctx.containers is not None and image_uri:
         if prebuilt_image(image_uri) is not None and not command:
-            raise LaunchError(
-                f"workerPoolSpecs[{pool}].containerSpec.command: empty with the prebuilt "
-                f"training image {image_uri!r}; accepted: the command to run in it (or a "
-                "pythonPackageSpec with it as executorImageUri)"
-            )
+            raise _no_command(pool, image_uri)
         if has_stand_in(image_uri):
             engine_image, _ = _engine_image(pool, image_uri, ctx, note)
     if engine_image is not None:
         return _container_program(image_uri, engine_image, command, args, env, ctx, note)
     if package:
         return _package_program(pool, package, ctx, note)
+    return _image_program(pool, image_uri, command, args, env, ctx, note)
+
+
+def _no_command(pool: int, image_uri: str) -> LaunchError:
+    """A pool that names a prebuilt training image and no command to run in it."""
+    return LaunchError(
+        f"workerPoolSpecs[{pool}].containerSpec.command: empty with the prebuilt "
+        f"training image {image_uri!r}; accepted: the command to run in it (or a "
+        "pythonPackageSpec with it as executorImageUri)"
+    )
+
+
+def _image_program(
+    pool: int,
+    image_uri: str,
+    command: list[str],
+    args: list[str],
+    env: dict[str, str],
+    ctx: JobContext,
+    note: Callable[[str], None],
+) -> Program:
+    """A ``containerSpec`` pool whose image the engine does not have (or with no engine): a
+    prebuilt training image's stand-in, the local image store's image, the image pulled
+    by the engine, else (no engine) its command on the host; LaunchError when none can."""
     prebuilt = prebuilt_image(image_uri) if image_uri else None
     if prebuilt is not None:
         if not command:
-            raise LaunchError(
-                f"workerPoolSpecs[{pool}].containerSpec.command: empty with the prebuilt "
-                f"training image {image_uri!r}; accepted: the command to run in it (or a "
-                "pythonPackageSpec with it as executorImageUri)"
-            )
+            raise _no_command(pool, image_uri)
         where = f"workerPoolSpecs[{pool}].containerSpec.imageUri"
         found = environments.ensure(ctx.home, prebuilt, note, where)
         return Program(
@@ -149,24 +166,7 @@ def program_for(
         )
     image = image_store.lookup(image_uri, ctx.home.root) if image_uri else None
     if image is not None:
-        if image.not_executed:
-            note(
-                f"workerpool{pool}: image {image_uri!r} from the local image store; these build "
-                f"steps were not executed locally: {image.not_executed}"
-            )
-        argv = image.argv(command, args)
-        if argv and argv[0] == str(image.python):
-            argv[0] = REPLICA_PYTHON
-        venv = image.python.parent.parent
-        return Program(
-            argv,
-            image.env,
-            env,
-            context=image.context_dir,
-            cwd=image.workdir,
-            sites=replica_python.venv_sites(venv),
-            python=f"the Python environment of local image {image_uri} ({venv})",
-        )
+        return _stored_program(pool, image_uri, image, command, args, env, note)
     if ctx.containers is not None:
         # neither the engine nor the image store has it: pulled, as `docker run` pulls it
         pulled, why = _engine_image(pool, image_uri, ctx, note) if image_uri else (None, "")
@@ -186,6 +186,37 @@ def program_for(
         "store and the pool has no command to run on the host; make it available locally with "
         f"`trainpool build-image DIR --local` or `gcloud builds submit --tag {image_uri or 'IMAGE'}"
         " DIR` under `trainpool exec` (or give containerSpec.command)"
+    )
+
+
+def _stored_program(
+    pool: int,
+    image_uri: str,
+    image: image_store.LocalImage,
+    command: list[str],
+    args: list[str],
+    env: dict[str, str],
+    note: Callable[[str], None],
+) -> Program:
+    """A pool that runs ``image`` of the local image store: its argv (``command`` and
+    ``args`` over its ENTRYPOINT and CMD) in a copy of its files, in its environment."""
+    if image.not_executed:
+        note(
+            f"workerpool{pool}: image {image_uri!r} from the local image store; these build "
+            f"steps were not executed locally: {image.not_executed}"
+        )
+    argv = image.argv(command, args)
+    if argv and argv[0] == str(image.python):
+        argv[0] = REPLICA_PYTHON
+    venv = image.python.parent.parent
+    return Program(
+        argv,
+        image.env,
+        env,
+        context=image.context_dir,
+        cwd=image.workdir,
+        sites=replica_python.venv_sites(venv),
+        python=f"the Python environment of local image {image_uri} ({venv})",
     )
 
 

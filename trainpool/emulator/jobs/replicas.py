@@ -305,7 +305,45 @@ class JobReplicas:
 
     def on_failure(self, replica: Replica, status: int) -> Outcome | None:
         """Restart what Vertex would restart; the job's failure when it would not."""
+        final = self._unrestartable(replica, status)
+        if final is not None:
+            return final
         name = replica.launch.name
+        if self.restarts.get(name, 0) < self.policy.worker_restarts:
+            self.restarts[name] = self.restarts.get(name, 0) + 1
+            every = self.policy.restart_job_on_worker_restart
+            self.note(
+                f"{name} exited with {status_text(status)}; restarting "
+                f"{'every replica (restartJobOnWorkerRestart)' if every else 'it in place'} "
+                f"with the same task, host and port (restart {self.restarts[name]} of "
+                f"{self.policy.worker_restarts})"
+            )
+            self.restart(self.launches if every else [replica.launch])
+            return None
+        if self.retries < self.policy.job_retries:
+            self.retries += 1
+            self.restarts.clear()
+            self.note(
+                f"{name} exited with {status_text(status)} after {self.policy.worker_restarts} "
+                f"restart(s); retrying the whole job (retry {self.retries} of "
+                f"{self.policy.job_retries})"
+            )
+            self.restart(self.launches)
+            return None
+        return Outcome(
+            "FAILED",
+            CODE_INVALID_ARGUMENT,
+            failure_message(
+                replica,
+                status,
+                f"The replica was restarted {self.policy.worker_restarts} time(s) and the job "
+                f"retried {self.policy.job_retries} time(s).",
+            ),
+        )
+
+    def _unrestartable(self, replica: Replica, status: int) -> Outcome | None:
+        """The job's failure when no restart could mend ``replica``'s: a full disk, its
+        container engine gone, a permanent exit code; None otherwise."""
         full = self.full()
         disk = "the store's disk"
         if full is None and replica.disk_full is not None:
@@ -348,34 +386,4 @@ class JobReplicas:
                     "shut down without restarting the replica.",
                 ),
             )
-        if self.restarts.get(name, 0) < self.policy.worker_restarts:
-            self.restarts[name] = self.restarts.get(name, 0) + 1
-            every = self.policy.restart_job_on_worker_restart
-            self.note(
-                f"{name} exited with {status_text(status)}; restarting "
-                f"{'every replica (restartJobOnWorkerRestart)' if every else 'it in place'} "
-                f"with the same task, host and port (restart {self.restarts[name]} of "
-                f"{self.policy.worker_restarts})"
-            )
-            self.restart(self.launches if every else [replica.launch])
-            return None
-        if self.retries < self.policy.job_retries:
-            self.retries += 1
-            self.restarts.clear()
-            self.note(
-                f"{name} exited with {status_text(status)} after {self.policy.worker_restarts} "
-                f"restart(s); retrying the whole job (retry {self.retries} of "
-                f"{self.policy.job_retries})"
-            )
-            self.restart(self.launches)
-            return None
-        return Outcome(
-            "FAILED",
-            CODE_INVALID_ARGUMENT,
-            failure_message(
-                replica,
-                status,
-                f"The replica was restarted {self.policy.worker_restarts} time(s) and the job "
-                f"retried {self.policy.job_retries} time(s).",
-            ),
-        )
+        return None

@@ -30,6 +30,7 @@ An id the emulator generates is a number, as Vertex's are.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from google.cloud.aiplatform_v1.types import pipeline_job as pj
@@ -65,6 +66,25 @@ def create(
     before anything is stored."""
     job: Any = request.pipeline_job
     fields = field_coverage.request_fields("pipeline_job", job)
+    spec, values = _checked(request, fields)
+    job_id = request.pipeline_job_id or state.new_id("pipeline")
+    fill_defaults(state, job)
+    job.name = f"{request.parent}/{PIPELINE_JOBS.collection}/{job_id}"
+    job.state = PipelineState.PIPELINE_STATE_QUEUED
+    job.schedule_name = schedule_name
+    job.create_time = job.update_time = state.clock.now()
+    state.records.insert(PIPELINE_JOBS, request.parent, job)
+    notes = field_coverage.notes("pipeline_job", fields)
+    if notes:
+        _write_notes(state.home.pipeline_run(job_id) / "run.log", notes)
+    runs.start(job, spec, values)
+    return state.records.require(PIPELINE_JOBS, job.name)
+
+
+def _checked(request: Any, fields: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The compiled pipeline spec and runtime values of ``request``, its PipelineJob's
+    ``fields`` refused where the emulator refuses them; InputError for a bad request."""
+    job: Any = request.pipeline_job
     problems = field_coverage.refusals("pipeline_job", fields)
     if problems:
         raise InputError(problems)
@@ -101,21 +121,14 @@ def create(
             f"{brief(job_id)}; accepted: up to 128 lowercase letters, digits and '-', "
             "starting with a letter ([a-z][-a-z0-9]{0,127}, the Vertex AI SDK's rule)",
         )
-    job_id = job_id or state.new_id("pipeline")
-    fill_defaults(state, job)
-    job.name = f"{request.parent}/{PIPELINE_JOBS.collection}/{job_id}"
-    job.state = PipelineState.PIPELINE_STATE_QUEUED
-    job.schedule_name = schedule_name
-    job.create_time = job.update_time = state.clock.now()
-    state.records.insert(PIPELINE_JOBS, request.parent, job)
-    notes = field_coverage.notes("pipeline_job", fields)
-    if notes:
-        log = state.home.pipeline_run(job_id) / "run.log"
-        try:
-            log.parent.mkdir(parents=True, exist_ok=True)
-            with open(log, "a", encoding="utf-8") as handle:
-                handle.writelines(f"{line}\n" for line in notes)
-        except OSError:
-            pass  # the run cannot write its log either: its start fails the job, saying why
-    runs.start(job, spec, values)
-    return state.records.require(PIPELINE_JOBS, job.name)
+    return spec, values
+
+
+def _write_notes(log: Path, notes: list[str]) -> None:
+    """The request's fields not applied, said first in the run's log ``log``."""
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.writelines(f"{line}\n" for line in notes)
+    except OSError:
+        pass  # the run cannot write its log either: its start fails the job, saying why

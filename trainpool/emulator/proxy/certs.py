@@ -58,6 +58,22 @@ def make(label: str) -> Certificates:
     now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name(f"trainpool emulator CA {label}"[:64])
+    ca = _authority(ca_key, ca_name, now)
+    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    leaf = _leaf(leaf_key, ca_key, ca_name, now)
+    pem = serialization.Encoding.PEM
+    chain = leaf.public_bytes(pem) + ca.public_bytes(pem)
+    key = leaf_key.private_bytes(
+        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return Certificates(ca.public_bytes(pem), _server_context(chain, key))
+
+
+def _authority(
+    ca_key: ec.EllipticCurvePrivateKey, ca_name: x509.Name, now: datetime.datetime
+) -> x509.Certificate:
+    """The authority's self-signed certificate: a CA with no intermediate below it, valid
+    only for names under :data:`GOOGLE_APIS`."""
     ca = (
         x509.CertificateBuilder()
         .subject_name(ca_name)
@@ -92,7 +108,16 @@ def make(label: str) -> Certificates:
         )
         .sign(ca_key, hashes.SHA256())
     )
-    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    return ca
+
+
+def _leaf(
+    leaf_key: ec.EllipticCurvePrivateKey,
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_name: x509.Name,
+    now: datetime.datetime,
+) -> x509.Certificate:
+    """The proxy's certificate for ``*.googleapis.com``, signed by the authority."""
     leaf = (
         x509.CertificateBuilder()
         .subject_name(_name(f"*.{GOOGLE_APIS}"))
@@ -115,11 +140,12 @@ def make(label: str) -> Certificates:
         )
         .sign(ca_key, hashes.SHA256())
     )
-    pem = serialization.Encoding.PEM
-    chain = leaf.public_bytes(pem) + ca.public_bytes(pem)
-    key = leaf_key.private_bytes(
-        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
+    return leaf
+
+
+def _server_context(chain: bytes, key: bytes) -> ssl.SSLContext:
+    """A TLS server context of the leaf's ``chain`` and ``key``; the key is written only to
+    a private temporary folder for ``load_cert_chain``, and removed with it."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     with tempfile.TemporaryDirectory() as private:
@@ -131,7 +157,7 @@ def make(label: str) -> Certificates:
             handle.write(key)
         context.load_cert_chain(cert_file, key_file)
     context.set_alpn_protocols(["http/1.1", "h2"])
-    return Certificates(ca.public_bytes(pem), context)
+    return context
 
 
 LOCAL_ROOTS_ENV = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT")

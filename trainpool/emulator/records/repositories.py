@@ -174,6 +174,20 @@ def record_push(
         raise PushRefused(
             f"denied: {read.repository} is a {found.format_.name} repository, not DOCKER"
         )
+    return _tag_image(state, read, tag, image_id, size_bytes, built, now)
+
+
+def _tag_image(
+    state: EmulatorState,
+    read: ImageName,
+    tag: str,
+    image_id: str,
+    size_bytes: int,
+    built: datetime | None,
+    now: datetime,
+) -> artifact.DockerImage:
+    """The DockerImage ``image_id`` of ``read``'s package, stored with ``tag`` (made, or
+    tagged when it exists), the tag taken from any other image of that package first."""
     name = f"{read.repository}/dockerImages/{quote(read.package, safe='')}@{image_id}"
     for other in all_images(state, read.repository):
         if other.name != name and tag in other.tags and package_of(other) == read.package:
