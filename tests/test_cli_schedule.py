@@ -92,14 +92,14 @@ def test_the_gate_column_says_promoted_kept_with_both_metrics_or_failed() -> Non
     from google.cloud import aiplatform_v1
 
     from trainpool.cli.schedule import gate_column
-    from trainpool.vertex.schedules import ScheduledRun
+    from trainpool.vertex.schedules import ScheduledJob
 
     model = "projects/p/locations/l/models/1000"
     state = aiplatform_v1.PipelineState
 
     def run(verdict: dict, job_state: object = state.PIPELINE_STATE_SUCCEEDED, error: str = ""):
         job = SimpleNamespace(state=job_state, error=SimpleNamespace(message=error))
-        return ScheduledRun(job, "gs://b/m/", verdict.get("model", ""), verdict)
+        return ScheduledJob(job, "gs://b/m/", verdict.get("model", ""), verdict)
 
     common = {"metric": "accuracy", "goal": "maximize", "alias": "blessed"}
     promoted = {

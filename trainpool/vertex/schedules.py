@@ -20,8 +20,8 @@ MODEL_OUTPUT = "model"
 
 
 @dataclass(frozen=True)
-class ScheduledRun:
-    """A scheduled run: its PipelineJob, its model's URI ("" when it has none yet), the
+class ScheduledJob:
+    """A PipelineJob a schedule created: the job, its model's URI ("" when it has none yet), the
     Model (version) it registered ("" when its upload did not run: a gate that said no) and
     the retraining gate's verdict."""
 
@@ -96,7 +96,7 @@ def model_uri(job: Any) -> str:
     return ""
 
 
-def runs(schedule_name: str, location: str) -> list[ScheduledRun]:
+def runs(schedule_name: str, location: str) -> list[ScheduledJob]:
     """The schedule's PipelineJobs, oldest first, each with its model's URI."""
     client = clients.pipeline_client(location)
     parent = schedule_name.split("/schedules/")[0]
@@ -104,7 +104,7 @@ def runs(schedule_name: str, location: str) -> list[ScheduledRun]:
         request={"parent": parent, "filter": f"schedule_name={schedule_name}"}
     )
     jobs = sorted(listed, key=lambda job: job.create_time)
-    return [ScheduledRun(job, model_uri(job), registered(job), verdict(job)) for job in jobs]
+    return [ScheduledJob(job, model_uri(job), registered(job), verdict(job)) for job in jobs]
 
 
 def registered(job: Any) -> str:

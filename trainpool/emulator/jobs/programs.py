@@ -84,12 +84,12 @@ class Program:
     """The pool's own folders replicas must not change (its installed packages)."""
     python: str = ""
     """What the pool's Python is, for the job log."""
-    container: ContainerRun | None = None
+    container: PoolContainers | None = None
     """The image and overrides of a pool that runs as containers (then the rest is unused)."""
 
 
 @dataclass(frozen=True)
-class ContainerRun:
+class PoolContainers:
     """A pool as containers of ``image``: ``command`` replaces its ENTRYPOINT, ``args`` its CMD."""
 
     image: EngineImage
@@ -239,7 +239,7 @@ def _container_program(
         image.env,
         env,
         python=f"containers of {image_uri} ({image.digest})",
-        container=ContainerRun(image, command, args),
+        container=PoolContainers(image, command, args),
     )
 
 
@@ -327,7 +327,7 @@ def _package_container(
         found.env,
         _env_list(package.get("env")),
         python=f"containers of {executor} ({found.digest}), the package installed at each start",
-        container=ContainerRun(found, entrypoint, args),
+        container=PoolContainers(found, entrypoint, args),
     )
 
 
