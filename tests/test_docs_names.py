@@ -159,3 +159,19 @@ def test_every_row_of_the_contributor_map_names_its_tests() -> None:
         assert named, f"names no test: {row[:80]}"
         for pattern in named:
             assert list(ROOT.glob(pattern)), f"{pattern}: no such test ({row[:60]})"
+
+
+def test_every_row_of_the_emulators_map_names_its_tests() -> None:
+    # "to change X, open Y" leads to the tests that hold Y's behaviour (their existence is
+    # checked above, as every path of the docs)
+    lines = (ROOT / "docs" / "contributing" / "internals.md").read_text().splitlines()
+    start = lines.index("### Map: to change X, open Y")
+    rows = []
+    for line in lines[start + 1 :]:
+        if line.startswith("#"):
+            break
+        if line.startswith("| ") and not line.startswith("| to change"):
+            rows.append(line)
+    assert len(rows) > 50
+    untested = [row for row in rows if not re.search(r"`tests/test_\w+\.py`", row.split(" | ")[-1])]
+    assert untested == []
