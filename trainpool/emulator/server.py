@@ -1,10 +1,12 @@
 """The emulator's gRPC server, one per root: it wires the records, the job engine and the
 services, and serves them where :mod:`trainpool.emulator.listen` says.
 
-``SERVICES`` lists the modules that serve an API; each exposes
-``handler(state: EmulatorState, manager: JobManager) -> grpc.GenericRpcHandler``. The server
-holds the root's lock (:mod:`trainpool.emulator.root_lock`) from before recovery until it
-stops.
+``SERVICES`` lists the modules that serve an API; each exposes a ``handler`` that takes what
+that service needs, and :func:`_handlers` is the wiring: it makes the parts several services
+share once (the persistent resources, ML Metadata, the Tensorboards, the pipeline runs, the
+schedule firer), in the order their stop hooks need, and hands each service its own. The
+server holds the root's lock (:mod:`trainpool.emulator.root_lock`) from before recovery
+until it stops.
 """
 
 from __future__ import annotations
@@ -51,10 +53,15 @@ from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
 from trainpool.emulator.jobs.manager import JobManager, start_job_manager
 from trainpool.emulator.jobs.quota import default_limit, parse_limit
+from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.persistent.resources import Lives
+from trainpool.emulator.pipeline_jobs.runs import start_runs
 from trainpool.emulator.proxy import certs
 from trainpool.emulator.proxy.server import ProxyServer
 from trainpool.emulator.rest.door import RestDoor
+from trainpool.emulator.schedules.firer import Firer, start_firer
 from trainpool.emulator.state import EmulatorState
+from trainpool.emulator.tensorboards.store import TensorboardRecords
 from trainpool.emulator_client import Served
 
 SERVICES: tuple[ModuleType, ...] = (
@@ -103,6 +110,7 @@ class Emulator:
         self,
         state: EmulatorState,
         manager: JobManager,
+        firer: Firer,
         server: grpc.Server,
         lock: root_lock.RootLock,
         storage: StorageServer | None = None,
@@ -112,6 +120,8 @@ class Emulator:
     ) -> None:
         self.state = state
         self.manager = manager
+        self.firer = firer
+        """The schedule firer (:meth:`advance_clock` fires through it)."""
         self.root = state.root
         self.address = state.address
         self.port = int(self.address.rsplit(":", 1)[1]) if self.address[0].isdigit() else None
@@ -189,7 +199,7 @@ class Emulator:
         if to is not None:
             request.to = to
         request.wait_timeout = timedelta(seconds=wait_timeout_s)
-        return clock_service.advance(self.state, self.manager, request)
+        return clock_service.advance(self.state, self.firer, request)
 
     def wait(self) -> None:
         """Block until the server stops."""
@@ -207,21 +217,50 @@ class Emulator:
         self.close()
 
 
-def _handlers(state: EmulatorState, manager: JobManager) -> list[grpc.GenericRpcHandler]:
+def _handlers(
+    state: EmulatorState, manager: JobManager
+) -> tuple[list[grpc.GenericRpcHandler], Firer]:
     """Every service's gRPC handler, then the v1beta1 twins of the Vertex AI ones, then
-    :class:`Unserved`; the services are kept in ``state.services`` (and the twins in
-    ``state.twins``) for the other doors."""
-    built = [module.handler(state, manager) for module in SERVICES]
+    :class:`Unserved`, and the schedule firer; the services are kept in ``state.services``
+    (and the twins in ``state.twins``) for the other doors. The wiring: each service is
+    handed what it needs, the parts several share made here once."""
+    lives = Lives(state, manager)
+    metadata = MetadataRecords(state)
+    tensorboards = TensorboardRecords(state)
+    runs = start_runs(state, manager, metadata)
+    firer = start_firer(state, runs)  # after the runs: it stops first, then they do
+    wired = {
+        job_service: job_service.handler(state, manager, lives, metadata),
+        pipeline_service: pipeline_service.handler(state, manager, runs, lives),
+        model_service: model_service.handler(state, manager),
+        schedule_service: schedule_service.handler(state, firer),
+        metadata_service: metadata_service.handler(state, metadata),
+        tensorboard_service: tensorboard_service.handler(state, tensorboards),
+        persistent_resource_service: persistent_resource_service.handler(state, lives),
+        vizier_service: vizier_service.handler(state, manager),
+        operations_service: operations_service.handler(state, manager),
+        logging_service: logging_service.handler(state, manager),
+        cloud_build: cloud_build.handler(state, manager),
+        resource_manager: resource_manager.handler(state, manager),
+        service_usage: service_usage.handler(state, manager),
+        artifact_registry: artifact_registry.handler(state, manager),
+        faults_service: faults_service.handler(state, manager),
+        local_service: local_service.handler(state, manager),
+        clock_service: clock_service.handler(state, firer),
+    }
+    assert list(wired) == list(SERVICES), "every service in SERVICES is wired, in its order"
+    built = list(wired.values())
     services = [h for h in built if isinstance(h, Service)]
     state.services = {s.name: s for s in services}
     state.twins = Twins(state.services)
     raw = [h for h in built if not isinstance(h, Service)]
-    return [
+    handlers = [
         *(s.grpc_handler() for s in services),
         *raw,
         BetaHandler(state.twins),
         Unserved(state.services),
     ]
+    return handlers, firer
 
 
 def _proxy(state: EmulatorState, door: StorageServer | None, rest: RestDoor) -> ProxyServer:
@@ -295,7 +334,10 @@ def start(
         raise
     server.start()
     lock.publish(state.address, state.storage_address, state.rest_address)
-    return Emulator(state, manager, server, lock, doors.storage, log, doors.rest, doors.proxy)
+    assert doors.firer is not None  # open made it
+    return Emulator(
+        state, manager, doors.firer, server, lock, doors.storage, log, doors.rest, doors.proxy
+    )
 
 
 def _opened(
@@ -327,6 +369,8 @@ class _Doors:
     storage: StorageServer | None = None
     rest: RestDoor | None = None
     proxy: ProxyServer | None = None
+    firer: Firer | None = None
+    """The schedule firer the wiring made (:func:`_handlers`), once the services are."""
 
     def open(
         self,
@@ -352,7 +396,8 @@ class _Doors:
             state.address = listen.listen_tcp(server, port)
             _log.warning(PORT_WARNING.format(address=state.address))
         manager = start_job_manager(state, limit)
-        server.add_generic_rpc_handlers(_handlers(state, manager))
+        handlers, self.firer = _handlers(state, manager)
+        server.add_generic_rpc_handlers(handlers)
         rest.start()
         self.proxy = _proxy(state, self.storage, rest).start()
         state.proxy_address = self.proxy.address

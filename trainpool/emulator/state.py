@@ -4,18 +4,17 @@ One :class:`EmulatorState` per server. It sits below the job engine and the serv
 it knows the root's paths (:class:`trainpool.home.Home`), the database and the records
 of every resource (:mod:`trainpool.emulator.records`), the emulator's clock
 (:mod:`trainpool.emulator.clock`, its offset saved in the database), the test faults, the
-address the server listens on, what to run when the emulator stops, and the one object
-of a kind the server's parts share (:meth:`EmulatorState.one`: the pipeline runs, the
-schedule firer).
+address the server listens on, and what to run when the emulator stops. The parts several
+services share (the pipeline runs, the schedule firer, ML Metadata, ...) are not found here:
+the server makes them and hands each service its own (``trainpool.emulator.server``).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from trainpool.emulator.clock import Clock
 from trainpool.emulator.cloud_storage.access import DoorKey
@@ -26,7 +25,6 @@ from trainpool.emulator.records.operations import Operations
 from trainpool.emulator.records.resources import Records
 from trainpool.home import Home
 
-T = TypeVar("T")
 CLOCK_OFFSET = "clock_offset_s"
 """The database setting that holds the clock's offset (seconds ahead of real time)."""
 
@@ -58,8 +56,6 @@ class EmulatorState:
     operations: Operations = field(init=False)
     clock: Clock = field(init=False)
     _close_hooks: list[Callable[[], None]] = field(default_factory=list, init=False)
-    _shared: dict[type, Any] = field(default_factory=dict, init=False)
-    _shared_lock: threading.RLock = field(default_factory=threading.RLock, init=False)
 
     def __post_init__(self) -> None:
         self.root = Path(self.root).resolve()
@@ -94,15 +90,6 @@ class EmulatorState:
         ``<resource>/operations/<id>``), kept so clients can poll it; ``response`` is what
         it returns (``Empty`` when None)."""
         return self.operations.done(f"{resource}/operations/{self.new_id('operation')}", response)
-
-    def one(self, kind: type[T], make: Callable[[], T]) -> T:
-        """The one ``kind`` of this server, made by ``make()`` on first use (services that
-        share an engine part, such as the pipeline runs, ask for it here)."""
-        with self._shared_lock:
-            if kind not in self._shared:
-                self._shared[kind] = make()
-            found: T = self._shared[kind]
-            return found
 
     def on_close(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` when the emulator stops (last registered, first called)."""

@@ -27,8 +27,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.jobs.manager import JobManager
-from trainpool.emulator.schedules.firer import firer_of
+from trainpool.emulator.schedules.firer import Firer
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator_client import DEFAULT_WAIT_S
 from trainpool.emulator_client.messages import (
@@ -48,7 +47,7 @@ def time_of(state: EmulatorState) -> ClockTime:
 
 
 def advance(
-    state: EmulatorState, manager: JobManager, request: AdvanceClockRequest
+    state: EmulatorState, firer: Firer, request: AdvanceClockRequest
 ) -> AdvanceClockResponse:
     """Advance ``state``'s clock as ``request`` says (see the module's docstring)."""
     target = AdvanceClockRequest.pb(request).WhichOneof("target")
@@ -60,7 +59,6 @@ def advance(
         )
     if target == "to" and request.to < state.clock.now():
         state.clock.advance_to(request.to)  # refused: InputError naming the field
-    firer = firer_of(state, manager)
     wait_s = None
     if request.wait_for_runs:
         wait_s = request.wait_timeout.total_seconds() or DEFAULT_WAIT_S
@@ -77,13 +75,14 @@ def advance(
     )
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(state: EmulatorState, firer: Firer) -> Service:
+    """The clock's service; an advance fires the schedules that fall due through ``firer``."""
     return service(
         SERVICE,
         {
             "GetTime": (lambda _: time_of(state), GetTimeRequest, ClockTime),
             "AdvanceClock": (
-                lambda r: advance(state, manager, r),
+                lambda r: advance(state, firer, r),
                 AdvanceClockRequest,
                 AdvanceClockResponse,
             ),

@@ -39,7 +39,7 @@ from typing import Any
 from google.cloud.aiplatform_v1.types import context as context_types
 from google.protobuf import struct_pb2
 
-from trainpool.emulator.metadata.store import metadata_of
+from trainpool.emulator.metadata.store import MetadataRecords
 from trainpool.emulator.records.kinds import CONTEXTS, CUSTOM_JOBS, TENSORBOARDS
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
@@ -74,7 +74,7 @@ RUN_SCHEMA_VERSION = "0.0.1"
 MAX_CONTEXT_ID = 128
 
 
-def attach_run(state: EmulatorState, job: Any) -> Any:
+def attach_run(state: EmulatorState, records: MetadataRecords, job: Any) -> Any:
     """Make a run of ``job``'s experiment named after the job, write it into the stored job's
     ``job_spec.experiment_run``, and return the stored job (module docstring)."""
     experiment = job.job_spec.experiment
@@ -87,7 +87,6 @@ def attach_run(state: EmulatorState, job: Any) -> Any:
         display_name=run_name, schema_title=RUN_SCHEMA, schema_version=RUN_SCHEMA_VERSION
     )
     context_types.Context.pb(context).metadata.CopyFrom(metadata)
-    records = metadata_of(state)
     run = records.create(CONTEXTS, store, run_id, context, "context_id", trusted=True)
     records.links.add_children(experiment, [run.name])
 

@@ -32,10 +32,11 @@ from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import job_links, requests
-from trainpool.emulator.api.persistent_resource_service import lives_of
 from trainpool.emulator.api.rpc import Service, precondition, service, typed
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.manager import TERMINAL, JobManager
+from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.persistent.resources import Lives
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.sweeps.sweep import run_tuning_job, study_spec_rest
@@ -65,11 +66,16 @@ class JobService:
     """The methods of JobService: CustomJobs and HyperparameterTuningJobs, run by the
     emulator's :class:`JobManager`."""
 
-    def __init__(self, state: EmulatorState, manager: JobManager) -> None:
+    def __init__(
+        self, state: EmulatorState, manager: JobManager, lives: Lives, metadata: MetadataRecords
+    ) -> None:
         self.state = state
         self.manager = manager
         self.records = state.records
-        self.persistent = lives_of(state, manager)
+        self.persistent = lives
+        """The persistent resources a job may name (``persistentResourceId``)."""
+        self.metadata = metadata
+        """The ML Metadata an experiment's run is made in (``job_spec.experiment``)."""
 
     def get(self, name: str, kind: Kind) -> Any:
         return requests.existing(self.records, kind, name)
@@ -91,7 +97,7 @@ class JobService:
         job = self.manager.create(CUSTOM_JOBS, request.parent, job)
         if spec.get("experiment") and not spec.get("experimentRun"):
             try:
-                job = job_links.attach_run(self.state, job)
+                job = job_links.attach_run(self.state, self.metadata, job)
             except BaseException:
                 self.records.delete(CUSTOM_JOBS, job.name)  # no job without its run
                 raise
@@ -180,9 +186,11 @@ class JobService:
         return self.state.finished(name)
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(
+    state: EmulatorState, manager: JobManager, lives: Lives, metadata: MetadataRecords
+) -> Service:
     """The JobService handler."""
-    jobs = JobService(state, manager)
+    jobs = JobService(state, manager, lives, metadata)
     custom, tuning = CUSTOM_JOBS, TUNING_JOBS
     operation, empty = operations_pb2.Operation, empty_pb2.Empty
     tuning_job = hptj.HyperparameterTuningJob

@@ -25,8 +25,7 @@ from trainpool.emulator.api import requests
 from trainpool.emulator.api.metadata_links import link_methods
 from trainpool.emulator.api.metadata_names import check_node, check_store
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.jobs.manager import JobManager
-from trainpool.emulator.metadata.store import MetadataRecords, metadata_of
+from trainpool.emulator.metadata.store import MetadataRecords
 from trainpool.emulator.records.kinds import (
     ARTIFACTS,
     CONTEXTS,
@@ -138,9 +137,8 @@ def resources(state: EmulatorState, store: MetadataRecords) -> tuple[Resource, .
     )
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The MetadataService handler."""
-    store = metadata_of(state)
+def handler(state: EmulatorState, store: MetadataRecords) -> Service:
+    """The MetadataService handler, over the emulator's ML Metadata ``store``."""
 
     def purger(kind: Kind, response_type: Any) -> Any:
         def purge(request: Any) -> operations_pb2.Operation:

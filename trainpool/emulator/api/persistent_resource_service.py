@@ -19,7 +19,6 @@ from google.longrunning import operations_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, already_exists, service
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.persistent import rules
 from trainpool.emulator.persistent.resources import KIND, Lives, resource_name
 from trainpool.emulator.records.resources import AlreadyExists
@@ -31,17 +30,12 @@ UPDATABLE = ("display_name", "labels")
 """The fields UpdatePersistentResource changes here (pools are not resized locally)."""
 
 
-def lives_of(state: EmulatorState, manager: JobManager) -> Lives:
-    """The one :class:`Lives` of this emulator (JobService asks for it too)."""
-    return state.one(Lives, lambda: Lives(state, manager))
-
-
 class PersistentResourceService:
     """The methods of PersistentResourceService over the emulator's :class:`Lives`."""
 
-    def __init__(self, state: EmulatorState, manager: JobManager) -> None:
+    def __init__(self, state: EmulatorState, lives: Lives) -> None:
         self.state = state
-        self.lives = lives_of(state, manager)
+        self.lives = lives
         self.allow_unknown = os.environ.get(requests.ALLOW_UNKNOWN_ENV) == "1"
 
     def create(self, request: prs.CreatePersistentResourceRequest) -> operations_pb2.Operation:
@@ -126,9 +120,9 @@ def check_update(given: pr.PersistentResource, paths: list[str]) -> None:
         requests.check_labels(given.labels, "persistent_resource.labels")
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The PersistentResourceService handler."""
-    resources = PersistentResourceService(state, manager)
+def handler(state: EmulatorState, lives: Lives) -> Service:
+    """The PersistentResourceService handler, over the emulator's persistent resources."""
+    resources = PersistentResourceService(state, lives)
     operation = operations_pb2.Operation
     return service(
         SERVICE,

@@ -27,7 +27,6 @@ from google.protobuf import empty_pb2, json_format
 
 from trainpool.emulator import field_coverage
 from trainpool.emulator.api import requests
-from trainpool.emulator.api.persistent_resource_service import lives_of
 from trainpool.emulator.api.rpc import (
     Service,
     already_exists,
@@ -38,8 +37,9 @@ from trainpool.emulator.api.rpc import (
 )
 from trainpool.emulator.jobs import training_pipelines
 from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.persistent.resources import Lives
 from trainpool.emulator.pipeline_jobs import jobs
-from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineJobRunner, runs_of
+from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineJobRunner
 from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import MODELS, PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists
@@ -57,11 +57,14 @@ class PipelineService:
         state: EmulatorState,
         runs: PipelineJobRunner,
         trainings: training_pipelines.TrainingPipelines,
+        lives: Lives,
     ) -> None:
         self.state = state
         self.records = state.records
         self.runs = runs
         self.trainings = trainings
+        self.lives = lives
+        """The persistent resources a TrainingPipeline's job may name."""
 
     # PipelineJobs
     def get_job(self, name: str) -> Any:
@@ -201,9 +204,7 @@ class PipelineService:
         fields = requests.check_fields("training_pipeline", pipeline)
         spec = training_pipelines.backing_job_spec(pipeline)
         requests.check_job_spec(spec, "training_pipeline.training_task_inputs")
-        lives_of(self.state, self.trainings.manager).check_job(
-            request.parent, spec, "training_pipeline.training_task_inputs"
-        )
+        self.lives.check_job(request.parent, spec, "training_pipeline.training_task_inputs")
         notes = field_coverage.notes("training_pipeline", fields)
         return self.trainings.create(request.parent, pipeline, spec, notes)
 
@@ -234,11 +235,12 @@ class PipelineService:
         return self.state.finished(pipeline.name)
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The PipelineService handler: PipelineJobs and TrainingPipelines."""
-    pipelines = PipelineService(
-        state, runs_of(state, manager), training_pipelines.TrainingPipelines(manager)
-    )
+def handler(
+    state: EmulatorState, manager: JobManager, runs: PipelineJobRunner, lives: Lives
+) -> Service:
+    """The PipelineService handler: PipelineJobs (run by ``runs``) and TrainingPipelines."""
+    trainings = training_pipelines.TrainingPipelines(manager)
+    pipelines = PipelineService(state, runs, trainings, lives)
     operation, empty = operations_pb2.Operation, empty_pb2.Empty
     answers = {
         "CreatePipelineJob": (pipelines.create_job, pj.PipelineJob),

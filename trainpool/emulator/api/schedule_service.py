@@ -22,10 +22,9 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, precondition, service
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.kinds import SCHEDULES
 from trainpool.emulator.schedules import changes, rules
-from trainpool.emulator.schedules.firer import Firer, firer_of
+from trainpool.emulator.schedules.firer import Firer
 from trainpool.emulator.schedules.ledger import stamp
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
@@ -189,9 +188,9 @@ class ScheduleService:
         return self.state.finished(request.name)
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The ScheduleService handler; starts the emulator's schedule firer."""
-    schedules = ScheduleService(state, firer_of(state, manager))
+def handler(state: EmulatorState, firer: Firer) -> Service:
+    """The ScheduleService handler, over the emulator's schedule ``firer``."""
+    schedules = ScheduleService(state, firer)
     return service(
         SERVICE,
         {

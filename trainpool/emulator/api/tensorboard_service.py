@@ -23,7 +23,6 @@ from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, service
 from trainpool.emulator.api.tensorboard_data import data_methods
 from trainpool.emulator.api.tensorboard_names import check_name
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.kinds import (
     TENSORBOARD_EXPERIMENTS,
     TENSORBOARD_RUNS,
@@ -33,7 +32,7 @@ from trainpool.emulator.records.kinds import (
 )
 from trainpool.emulator.standard_methods import Resource, create, methods
 from trainpool.emulator.state import EmulatorState
-from trainpool.emulator.tensorboards.store import MAX_BATCH, TensorboardRecords, tensorboards_of
+from trainpool.emulator.tensorboards.store import MAX_BATCH, TensorboardRecords
 from trainpool.errors import InputError, brief
 
 SERVICE = "google.cloud.aiplatform.v1.TensorboardService"
@@ -131,9 +130,8 @@ def resources(store: TensorboardRecords) -> tuple[Resource, ...]:
     )
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
-    """The TensorboardService handler."""
-    store = tensorboards_of(state)
+def handler(state: EmulatorState, store: TensorboardRecords) -> Service:
+    """The TensorboardService handler, over the emulator's Tensorboards ``store``."""
     declared = resources(store)
     runs, series = (create(r, state.finished) for r in declared[2:])
 

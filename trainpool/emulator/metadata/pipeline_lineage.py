@@ -50,7 +50,7 @@ from google.cloud.aiplatform_v1.types import execution as execution_types
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.protobuf import struct_pb2
 
-from trainpool.emulator.metadata.store import MetadataRecords, metadata_of
+from trainpool.emulator.metadata.store import MetadataRecords
 from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS, EXECUTIONS, PIPELINE_JOBS
 from trainpool.emulator.state import EmulatorState
 
@@ -102,9 +102,9 @@ def _struct(values: dict[str, Any]) -> Any:
 class PipelineLineage:
     """The hooks that record PipelineJobs' lineage in one emulator's ML Metadata."""
 
-    def __init__(self, state: EmulatorState) -> None:
+    def __init__(self, state: EmulatorState, metadata: MetadataRecords) -> None:
         self.state = state
-        self.metadata: MetadataRecords = metadata_of(state)
+        self.metadata = metadata
 
     def _store(self, job_name: str) -> str:
         store = job_name.split("/pipelineJobs/")[0] + "/metadataStores/default"

@@ -102,7 +102,8 @@ class Page:
 
 
 class MetadataRecords:
-    """The ML Metadata of one emulator (one per server: :func:`metadata_of`)."""
+    """The ML Metadata of one emulator (one per server, made by its wiring:
+    ``trainpool.emulator.server``)."""
 
     def __init__(self, state: EmulatorState) -> None:
         self.state = state
@@ -291,8 +292,3 @@ class MetadataRecords:
             now = int(self.state.clock.now().timestamp() * 1000)
             self._last_etag = max(now, self._last_etag + 1)
             return str(self._last_etag)
-
-
-def metadata_of(state: EmulatorState) -> MetadataRecords:
-    """The one MetadataRecords of ``state``'s emulator."""
-    return state.one(MetadataRecords, lambda: MetadataRecords(state))

@@ -72,7 +72,8 @@ def pool_key(name: str, pool_id: str) -> str:
 
 
 class Lives:
-    """The persistent resources of one emulator (``state.one(Lives, ...)``)."""
+    """The persistent resources of one emulator (its server makes one and hands it to the
+    JobService, the PipelineService and the PersistentResourceService)."""
 
     def __init__(self, state: EmulatorState, manager: JobManager) -> None:
         self.state = state

@@ -16,10 +16,10 @@ The run's jobs carry the label ``trainpool-local-run`` = :func:`run_id` of the j
 tasks cancel their own jobs when the run is cancelled (as the launchers do on Vertex),
 and what is left with that label is cancelled here.
 
-One :class:`PipelineJobRunner` per server (:func:`runs_of`): the PipelineService and the
-schedule firer share it; ``on_finish`` hooks hear every end. The run's lineage in ML
-Metadata is recorded from the outside, through ``on_start`` and ``on_end``
-(:mod:`trainpool.emulator.metadata.pipeline_lineage`).
+One :class:`PipelineJobRunner` per server (:func:`start_runs`, called by the server's
+wiring): the PipelineService and the schedule firer share it; ``on_finish`` hooks hear
+every end. The run's lineage in ML Metadata is recorded from the outside, through
+``on_start`` and ``on_end`` (:mod:`trainpool.emulator.metadata.pipeline_lineage`).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from trainpool.emulator.jobs import processes, spawner
 from trainpool.emulator.jobs.manager import TERMINAL as JOB_TERMINAL
 from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.metadata.pipeline_lineage import PipelineLineage
+from trainpool.emulator.metadata.store import MetadataRecords
 from trainpool.emulator.pipeline_jobs import run_process
 from trainpool.emulator.records import migrate
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, PIPELINE_JOBS, TUNING_JOBS
@@ -325,20 +326,19 @@ class PipelineJobRunner:
             self.finish(name, 1, ENDED)
 
 
-def runs_of(state: EmulatorState, manager: JobManager) -> PipelineJobRunner:
-    """The one PipelineJobRunner of ``state``'s emulator: made on first use, recovered, stopped
-    with it."""
-
-    def make() -> PipelineJobRunner:
-        runs = PipelineJobRunner(state, manager)
-        # jobs a store kept before List filtered on times
-        migrate.reindex(state.records, PIPELINE_JOBS)
-        lineage = PipelineLineage(state)
-        runs.on_start(lineage.started)
-        runs.on_end(lineage.ended)
-        runs.on_read(lineage.current)
-        runs.recover()
-        state.on_close(runs.terminate_all)
-        return runs
-
-    return state.one(PipelineJobRunner, make)
+def start_runs(
+    state: EmulatorState, manager: JobManager, metadata: MetadataRecords
+) -> PipelineJobRunner:
+    """The PipelineJobRunner of ``state``'s emulator (its server makes one): each run's
+    lineage recorded in ``metadata``, the runs a previous server left recovered, every run
+    terminated when the emulator stops."""
+    runs = PipelineJobRunner(state, manager)
+    # jobs a store kept before List filtered on times
+    migrate.reindex(state.records, PIPELINE_JOBS)
+    lineage = PipelineLineage(state, metadata)
+    runs.on_start(lineage.started)
+    runs.on_end(lineage.ended)
+    runs.on_read(lineage.current)
+    runs.recover()
+    state.on_close(runs.terminate_all)
+    return runs

@@ -1,7 +1,7 @@
 """The schedule firer: a thread that starts each Schedule's runs when the clock says they
 are due, by the rules of :mod:`trainpool.emulator.schedules.rules`.
 
-One :class:`Firer` per server (:func:`firer_of`). A pass (:meth:`Firer.tick`) takes every
+One :class:`Firer` per server (:func:`start_firer`). A pass (:meth:`Firer.tick`) takes every
 schedule that is not COMPLETED (and those with queued runs) and, at the clock's time:
 
 1. starts its queued runs while its limits allow (not while PAUSED);
@@ -34,9 +34,8 @@ from typing import Any
 
 from google.cloud.aiplatform_v1.types import schedule as sc
 
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.pipeline_jobs import jobs
-from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineJobRunner, runs_of
+from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineJobRunner
 from trainpool.emulator.records.kinds import PIPELINE_JOBS, SCHEDULES, parent_of
 from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.schedules import rules
@@ -303,14 +302,10 @@ class Firer:
             self._save(schedule)
 
 
-def firer_of(state: EmulatorState, manager: JobManager) -> Firer:
-    """The one Firer of ``state``'s emulator: made, recovered and started on first use,
-    stopped with it (before the pipeline runs it starts)."""
-
-    def make() -> Firer:
-        firer = Firer(state, runs_of(state, manager))
-        firer.start()
-        state.on_close(firer.close)
-        return firer
-
-    return state.one(Firer, make)
+def start_firer(state: EmulatorState, runs: PipelineJobRunner) -> Firer:
+    """The Firer of ``state``'s emulator (its server makes one), started; stopped with the
+    emulator, before the pipeline ``runs`` it starts (made after them, it closes first)."""
+    firer = Firer(state, runs)
+    firer.start()
+    state.on_close(firer.close)
+    return firer

@@ -52,7 +52,8 @@ BLOB_BUCKET = "trainpool-tensorboards"
 
 
 class TensorboardRecords:
-    """The Tensorboards of one emulator (one per server: :func:`tensorboards_of`)."""
+    """The Tensorboards of one emulator (one per server, made by its wiring:
+    ``trainpool.emulator.server``)."""
 
     def __init__(self, state: EmulatorState) -> None:
         self.state = state
@@ -244,8 +245,3 @@ _SUBJECTS = {
     TENSORBOARD_RUNS.collection: _subject("description"),
     TENSORBOARD_TIME_SERIES.collection: _subject("description", "value_type", "plugin_name"),
 }
-
-
-def tensorboards_of(state: EmulatorState) -> TensorboardRecords:
-    """The one TensorboardRecords of ``state``'s emulator."""
-    return state.one(TensorboardRecords, lambda: TensorboardRecords(state))
