@@ -29,7 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import trainpool.emulator as emulator  # noqa: E402
-from trainpool.emulator.jobs import containers, debian_bases  # noqa: E402
+from trainpool.emulator.jobs import containers  # noqa: E402
+from trainpool.emulator.stand_ins import debian_bases  # noqa: E402
 from trainpool.vertex.clients import job_client  # noqa: E402
 
 PARENT = "projects/bench/locations/us-central1"

@@ -13,7 +13,7 @@ image tagged:
   debian_bases`), trusting this machine's CA bundle;
 - ``gcr.io/deeplearning-platform-release/tf2-gpu.2-8``: TensorFlow 2.8 on the 3.9 stand-in,
   pandas, gcsfs, google-cloud-storage, installed from the package index
-  (:mod:`trainpool.emulator.jobs.prebuilt_bases`);
+  (:mod:`trainpool.emulator.stand_ins.prebuilt_bases`);
 - ``us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest`` right after it: the same
   TensorFlow, so its package-index layer comes from the engine's build cache; only
   cloudml-hypertune is installed (the first build of a second image of one framework);
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures.engine import SecondEngine  # noqa: E402
 
-from trainpool.emulator.jobs import debian_bases, prebuilt_bases  # noqa: E402
+from trainpool.emulator.stand_ins import debian_bases, prebuilt_bases  # noqa: E402
 
 PREBUILT = (
     "gcr.io/deeplearning-platform-release/tf2-gpu.2-8",

@@ -158,7 +158,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     from trainpool.catalog import prebuilt_image
-    from trainpool.emulator.jobs import environments
+    from trainpool.emulator.stand_ins import virtualenvs
     from trainpool.home import Home
     from trainpool.vertex.clients import job_client
 
@@ -171,7 +171,7 @@ def main() -> None:
         trainer.write_text(TRAINER)
         link(work / "root", args.environments)
         # the stand-in, built once (not timed), and its Python for the bare floor
-        python = environments.ensure(Home(work / "root"), prebuilt, print).python
+        python = virtualenvs.ensure(Home(work / "root"), prebuilt, print).python
         server, address = start_server(work / "root")
         os.environ["VERTEX_AI_EMULATOR_HOST"] = address
         client = job_client("us-central1")

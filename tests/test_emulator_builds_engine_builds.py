@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from trainpool.emulator.builds import engine_builds
-from trainpool.emulator.jobs import debian_bases
+from trainpool.emulator.stand_ins import debian_bases
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n"
 BASE = "python:3.11-slim"

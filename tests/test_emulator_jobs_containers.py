@@ -34,11 +34,12 @@ from fixtures.vertex import PARENT, fresh_pipeline_sdk
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
-from trainpool.emulator.jobs import containers, debian_bases
+from trainpool.emulator.jobs import containers
 from trainpool.emulator.jobs.container_specs import ContainerLaunch
 from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.jobs.failure_rules import exit_message
 from trainpool.emulator.jobs.processes import Launch
+from trainpool.emulator.stand_ins import debian_bases
 from trainpool.images import image_store
 from trainpool.images.service import build_image
 from trainpool.vertex.clients import job_client

@@ -1,4 +1,4 @@
-"""Google's own images as bases, on a real engine (``jobs/prebuilt_bases.py``).
+"""Google's own images as bases, on a real engine (``stand_ins/prebuilt_bases.py``).
 
 Google's TensorFlow hyperparameter-tuning notebook (vertex-ai-samples, "Hyperparameter tuning
 with TensorFlow": its Dockerfile cell) builds its trainer ``FROM

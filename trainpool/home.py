@@ -195,7 +195,7 @@ class Home:
     @property
     def environments(self) -> Path:
         """Vertex's prebuilt training images as local virtualenvs, one per framework and
-        version (``trainpool.emulator.jobs.environments``)."""
+        version (``trainpool.emulator.stand_ins.virtualenvs``)."""
         return self.root / "environments"
 
     @property

@@ -47,7 +47,7 @@ _SPEC_RULES = {
         APPLIED,
         "jobs/containers.py: a container of its image where the container engine has it "
         "(ENTRYPOINT, CMD, WORKDIR, ENV, USER; command and args override them), or of the "
-        "container stand-in of a Vertex prebuilt image (jobs/prebuilt_bases.py, built once), "
+        "container stand-in of a Vertex prebuilt image (stand_ins/prebuilt_bases.py, built once), "
         "else jobs/launches.py: its command runs in a process imitating the image (RUN steps "
         "not run); an image the engine lacks is not pulled",
     ),

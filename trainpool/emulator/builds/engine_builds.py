@@ -15,7 +15,7 @@ of those names then runs as containers of it.
 A base the engine lacks is pulled, as on a user's machine (the rule, shared with jobs and
 pipeline tasks: :mod:`trainpool.emulator.jobs.engine_images`). Where it cannot be pulled (no
 route to Docker Hub or Google's registries, as here) and it is one of the bases with an
-offline stand-in (:mod:`trainpool.emulator.jobs.debian_bases`: ``python:3.9-slim``,
+offline stand-in (:mod:`trainpool.emulator.stand_ins.debian_bases`: ``python:3.9-slim``,
 ``python:3.11-slim``, ``python:3.13-slim``), the stand-in is made (once) and tagged with
 the base's name, labelled as a stand-in, and the build log says so and how it differs
 (among that, the CA bundle it trusts so that a RUN step reaches the package index behind a

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import io
 
-from trainpool.emulator.jobs import debian_bases, prebuilt_bases
 from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.records.repositories import read_image_name
+from trainpool.emulator.stand_ins import debian_bases, prebuilt_bases
 
 
 class ImageUnavailable(Exception):

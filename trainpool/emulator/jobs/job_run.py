@@ -29,7 +29,6 @@ from trainpool.emulator.faults.config import KillFault
 from trainpool.emulator.jobs.containers import EngineDiskFull, EngineGone
 from trainpool.emulator.jobs.controls import Controls
 from trainpool.emulator.jobs.engine import Engine, Timer
-from trainpool.emulator.jobs.environments import BuildFailed
 from trainpool.emulator.jobs.failure_rules import (
     CODE_INTERNAL,
     CODE_INVALID_ARGUMENT,
@@ -48,6 +47,7 @@ from trainpool.emulator.jobs.quota import Quota, Ticket, replica_slots
 from trainpool.emulator.jobs.replicas import JobReplicas
 from trainpool.emulator.jobs.runners import ReplicaRunner
 from trainpool.emulator.records.database import DiskFull, is_disk_full, low_space
+from trainpool.emulator.stand_ins.virtualenvs import BuildFailed
 from trainpool.emulator.tensorboards import uploads
 from trainpool.spec.timing import duration_seconds
 

@@ -31,7 +31,6 @@ from trainpool import catalog
 from trainpool.cluster_env import base_env, build_env, layout, local_hosts
 from trainpool.cluster_env.gcs import LOCAL_ROOT_ENV, VERTEX_MOUNT
 from trainpool.emulator.jobs import (
-    debian_bases,
     gcs_mount,
     replica_python,
     storage_access,
@@ -43,6 +42,7 @@ from trainpool.emulator.jobs.job_context import JobContext
 from trainpool.emulator.jobs.processes import Launch
 from trainpool.emulator.jobs.programs import REPLICA_PYTHON, Program, program_for
 from trainpool.emulator.jobs.workdirs import Workdir, relocate
+from trainpool.emulator.stand_ins import debian_bases
 
 WEB_ACCESS = Path(web_access.__file__)
 """The script that serves a replica's shell (run with ``-I -S``: standard library only)."""

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from trainpool.cluster_env import gcs
 from trainpool.emulator.jobs import requirements
-from trainpool.emulator.jobs.environments import TORCH
+from trainpool.emulator.stand_ins.virtualenvs import TORCH
 from trainpool.errors import InputError
 
 LAYER_PTH = "_trainpool_base_env.pth"

@@ -40,7 +40,7 @@ from typing import Any
 
 from trainpool.catalog import prebuilt_image
 from trainpool.cluster_env.gcs import VERTEX_MOUNT
-from trainpool.emulator.jobs import environments, packages, replica_python
+from trainpool.emulator.jobs import packages, replica_python
 from trainpool.emulator.jobs.container_specs import EngineImage
 from trainpool.emulator.jobs.containers import SWITCH_ENV
 from trainpool.emulator.jobs.engine_images import (
@@ -50,6 +50,7 @@ from trainpool.emulator.jobs.engine_images import (
     has_stand_in,
 )
 from trainpool.emulator.jobs.job_context import JobContext
+from trainpool.emulator.stand_ins import virtualenvs
 from trainpool.errors import InputError
 from trainpool.images import image_store
 
@@ -155,7 +156,7 @@ def _image_program(
         if not command:
             raise _no_command(pool, image_uri)
         where = f"workerPoolSpecs[{pool}].containerSpec.imageUri"
-        found = environments.ensure(ctx.home, prebuilt, note, where)
+        found = virtualenvs.ensure(ctx.home, prebuilt, note, where)
         return Program(
             _with_python(command + args),
             {},
@@ -338,7 +339,7 @@ def _package_program(
     prebuilt = prebuilt_image(executor)
     if prebuilt is not None:
         where = f"workerPoolSpecs[{pool}].pythonPackageSpec.executorImageUri"
-        found = environments.ensure(ctx.home, prebuilt, note, where)
+        found = virtualenvs.ensure(ctx.home, prebuilt, note, where)
         python, sites, path = found.python, [found.site], [str(found.python.parent)]
         what = f"the stand-in of {executor} ({found.python.parent.parent.parent})"
         framework, aliases = found.framework, found.aliases

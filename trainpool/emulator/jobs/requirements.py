@@ -34,8 +34,8 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from trainpool.emulator.jobs import pip_versions
-from trainpool.emulator.jobs.environments import TORCH
+from trainpool.emulator.stand_ins import pip_versions
+from trainpool.emulator.stand_ins.virtualenvs import TORCH
 
 CHECKS_AT_ONCE = 4
 _VERSION = re.compile(r"\d+(?:\.\d+)*")

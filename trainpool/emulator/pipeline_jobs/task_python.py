@@ -6,7 +6,8 @@ clean Python and installs kfp and its ``packages_to_install`` when it starts (kf
 bootstrap, :mod:`.task_packages`); a prebuilt image has its framework. Locally each image
 has a stand-in, the same ones replicas of jobs get (:mod:`trainpool.emulator.jobs.launches`):
 
-- a prebuilt training image: its stand-in environment (:mod:`trainpool.emulator.jobs.environments`);
+- a prebuilt training image: its stand-in virtualenv
+  (:mod:`trainpool.emulator.stand_ins.virtualenvs`);
 - an image of the local image store: its Python environment, files and ``ENV``;
 - trainpool's components image (``trainpool.config.COMPONENTS_IMAGE``, or a
   ``*/trainpool-components`` image the store does not hold): this emulator's own packages
@@ -35,7 +36,8 @@ from pathlib import Path
 import trainpool
 from trainpool import config
 from trainpool.catalog import prebuilt_image
-from trainpool.emulator.jobs import environments, replica_python
+from trainpool.emulator.jobs import replica_python
+from trainpool.emulator.stand_ins import virtualenvs
 from trainpool.home import Home
 from trainpool.images import image_store
 
@@ -109,7 +111,7 @@ def for_image(home: Home, image: str, kind: str, note: Callable[[str], None]) ->
     """The stand-in of a task's ``image``; ``kind`` is ``"launcher"`` for a GCPC launcher."""
     prebuilt = prebuilt_image(image) if image else None
     if prebuilt is not None and kind != "launcher":
-        found = environments.ensure(home, prebuilt, note, "image")
+        found = virtualenvs.ensure(home, prebuilt, note, "image")
         return TaskPython(
             f"{image}: the stand-in of the prebuilt image ({found.python.parent.parent.parent})",
             (found.site,),

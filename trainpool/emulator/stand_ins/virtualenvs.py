@@ -53,7 +53,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from trainpool.catalog import PrebuiltImage, documented_versions, included_packages
-from trainpool.emulator.jobs import pip_versions
+from trainpool.emulator.stand_ins import pip_versions
 from trainpool.errors import InputError, Problem
 from trainpool.home import Home, locked
 

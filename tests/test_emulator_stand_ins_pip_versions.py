@@ -1,10 +1,11 @@
-"""The nearest installable version of a prebuilt image's package (emulator/jobs/pip_versions.py)."""
+"""The nearest installable version of a prebuilt image's package
+(emulator/stand_ins/pip_versions.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from trainpool.emulator.jobs.pip_versions import Choice, nearest
+from trainpool.emulator.stand_ins.pip_versions import Choice, nearest
 
 NUMPY_ON_PY311 = ["1.23.2", "1.23.3", "1.23.5", "1.24.0", "1.26.4", "2.0.0rc1", "2.0.0"]
 

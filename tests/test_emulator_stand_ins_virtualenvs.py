@@ -1,4 +1,4 @@
-"""Prebuilt training images as local environments (emulator/jobs/environments.py).
+"""Prebuilt training images as local environments (emulator/stand_ins/virtualenvs.py).
 
 What each image ships: the "Prebuilt containers for custom training" page
 (https://cloud.google.com/vertex-ai/docs/training/pre-built-containers), in the catalog.
@@ -22,8 +22,8 @@ from packaging.utils import canonicalize_name
 
 import trainpool.emulator as emulator
 from trainpool.catalog import PrebuiltImage, included_packages, prebuilt_image, prebuilt_images
-from trainpool.emulator.jobs import environments, pip_versions
-from trainpool.emulator.jobs.pip_versions import Choice
+from trainpool.emulator.stand_ins import pip_versions, virtualenvs
+from trainpool.emulator.stand_ins.pip_versions import Choice
 from trainpool.home import Home
 from trainpool.vertex.clients import job_client
 
@@ -39,10 +39,10 @@ def image(uri: str) -> PrebuiltImage:
 
 def test_every_pytorch_image_gets_the_cpu_torch_of_this_machine() -> None:
     pytorch = [i for i in prebuilt_images().values() if i.framework == "pytorch"]
-    assert pytorch and all(environments.requested(i)["torch"] == "2.13.0" for i in pytorch)
-    assert all(environments.requested(i)["torch"] == "2.13.0" for i in pytorch)
+    assert pytorch and all(virtualenvs.requested(i)["torch"] == "2.13.0" for i in pytorch)
+    assert all(virtualenvs.requested(i)["torch"] == "2.13.0" for i in pytorch)
     with_pandas = image("us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest")
-    assert environments.requested(with_pandas) == {
+    assert virtualenvs.requested(with_pandas) == {
         "pandas": "2.2.3",
         "scikit-learn": "1.6.1",
         "torch": "2.13.0",
@@ -51,12 +51,12 @@ def test_every_pytorch_image_gets_the_cpu_torch_of_this_machine() -> None:
 
 def test_tensorflow_is_the_cpu_build_of_the_images_series() -> None:
     gpu = image("us-docker.pkg.dev/vertex-ai/training/tf-gpu.2-17.py310:latest")
-    assert environments.requested(gpu) == {"tensorflow-cpu": "2.17.*"}
-    assert environments.key(gpu) == "tensorflow-2.17"
+    assert virtualenvs.requested(gpu) == {"tensorflow-cpu": "2.17.*"}
+    assert virtualenvs.key(gpu) == "tensorflow-2.17"
 
 
 def test_xgboost_image_asks_for_the_documented_versions() -> None:
-    asked = environments.requested(image(XGBOOST))
+    asked = virtualenvs.requested(image(XGBOOST))
     assert {
         "numpy": "1.18.5",
         "pandas": "1.0.4",
@@ -72,16 +72,16 @@ def test_every_package_the_page_lists_is_pinned_and_storage_is_not_the_newest() 
     # Google's page gives the scikit-learn 1.0 image's whole PyPI list, google-cloud-storage
     # 1.29.0 among it: the stand-in pins it, and protobuf, rather than taking the newest
     sklearn = image(SKLEARN)
-    asked = environments.requested(sklearn)
+    asked = virtualenvs.requested(sklearn)
     listed = {p.package: p.version for p in included_packages("scikit-learn", "1.0")}
     assert asked == listed
     assert asked["protobuf"] == listed["protobuf"]
-    assert environments.unpinned(sklearn, environments.ALWAYS) == ("cloudml-hypertune",)
-    assert environments.unpinned(sklearn, environments.BUILD_TOOLS) == ()  # wheel 0.34.2
+    assert virtualenvs.unpinned(sklearn, virtualenvs.ALWAYS) == ("cloudml-hypertune",)
+    assert virtualenvs.unpinned(sklearn, virtualenvs.BUILD_TOOLS) == ()  # wheel 0.34.2
     # TensorFlow's list on the page names no google-cloud-storage version: newest there
     tf = image("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest")
-    assert environments.unpinned(tf, environments.ALWAYS) == environments.ALWAYS
-    lines = environments.describe(sklearn, [Choice("protobuf", "3.20.3", "3.20.3")])
+    assert virtualenvs.unpinned(tf, virtualenvs.ALWAYS) == virtualenvs.ALWAYS
+    lines = virtualenvs.describe(sklearn, [Choice("protobuf", "3.20.3", "3.20.3")])
     assert lines[-1] == "  cloudml-hypertune: newest (every prebuilt image ships them; " + (
         "Google's page gives no version)"
     )
@@ -105,16 +105,16 @@ def test_a_pin_gives_way_to_what_another_pin_depends_on(
 
     monkeypatch.setattr(pip_versions, "dry_run", dry_run)
     choices = [Choice("joblib", "0.15.1", "0.15.1"), Choice("scikit-learn", "1.0", "1.1.3")]
-    assert environments._give_way(tmp_path / "python", choices, said)
+    assert virtualenvs._give_way(tmp_path / "python", choices, said)
     assert choices[0].installed == "1.0.1"
     assert choices[1] == Choice("scikit-learn", "1.0", "1.1.3")
-    lines = environments.describe(image(SKLEARN), choices)
+    lines = virtualenvs.describe(image(SKLEARN), choices)
     assert lines[0] == (
         "  joblib 1.0.1 (Vertex has 0.15.1; the other packages as they install here need "
         "joblib>=1.0.0: the nearest that installs with them)"
     )
     # a conflict that is not between pins is not given way to: the build fails with pip's words
-    assert not environments._give_way(tmp_path / "python", choices, "ERROR: no such thing")
+    assert not virtualenvs._give_way(tmp_path / "python", choices, "ERROR: no such thing")
 
 
 def test_every_prebuilt_image_gets_numpy_and_pandas() -> None:
@@ -123,20 +123,20 @@ def test_every_prebuilt_image_gets_numpy_and_pandas() -> None:
     # (its Requires-Dist). For the versions the page lists nothing for, the nearest listed
     # version's packages; Ray images hold Ray Data (numpy, pandas, pyarrow).
     for found in prebuilt_images().values():
-        held = set(environments.requested(found)) | set(environments.borrowed(found)[1])
-        if environments.EXTRAS.get(found.framework) == "data":
+        held = set(virtualenvs.requested(found)) | set(virtualenvs.borrowed(found)[1])
+        if virtualenvs.EXTRAS.get(found.framework) == "data":
             held |= {"numpy", "pandas", "pyarrow"}
         assert "pandas" in held, found.uri
 
 
 def test_a_version_the_page_lists_nothing_for_borrows_the_nearest_listed_one() -> None:
     pytorch = image("us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.1-13:latest")
-    assert environments.borrowed(pytorch) == ("2.4", ("pandas", "scikit-learn"))
+    assert virtualenvs.borrowed(pytorch) == ("2.4", ("pandas", "scikit-learn"))
     tf = image("us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest")
-    assert environments.borrowed(tf) == ("2.4", ("numpy", "pandas", "scikit-learn", "xgboost"))
+    assert virtualenvs.borrowed(tf) == ("2.4", ("numpy", "pandas", "scikit-learn", "xgboost"))
     listed = image("us-docker.pkg.dev/vertex-ai/training/pytorch-xla.2-4.py310:latest")
-    assert environments.borrowed(listed) == ("", ())
-    lines = environments.borrowed_notes(pytorch, "2.4", {"pandas": "2.3.3"})
+    assert virtualenvs.borrowed(listed) == ("", ())
+    lines = virtualenvs.borrowed_notes(pytorch, "2.4", {"pandas": "2.3.3"})
     assert lines == [
         "  pandas 2.3.3 (Google's page lists no packages for pytorch 1.13; pytorch 2.4's, the "
         "nearest version it lists, has pandas 2.2.3: installed the version that installs with "
@@ -150,7 +150,7 @@ def test_the_job_log_says_what_was_asked_and_what_installed() -> None:
         Choice("xgboost", "1.1.1", "1.1.1"),
         Choice("torch", "2.13.0", "2.13.0"),
     ]
-    lines = environments.describe(image(XGBOOST), choices)
+    lines = virtualenvs.describe(image(XGBOOST), choices)
     assert lines[0].startswith("  numpy 1.23.5 (Vertex has 1.18.5, which has no build for Python")
     assert lines[1] == "  xgboost 1.1.1 (as on Vertex: 1.1.1)"
     assert lines[2].startswith("  torch 2.13.0 (the image has PyTorch 1.1; every PyTorch image")
@@ -170,15 +170,15 @@ def test_two_jobs_at_once_build_an_environment_once(
             "python": "3.11",
             "notes": ["  xgboost 1.1.1"],
             "installed": {"xgboost": "1.1.1"},
-            "recipe": environments.RECIPE,
+            "recipe": virtualenvs.RECIPE,
         }
-        (folder / environments.BUILT).write_text(json.dumps(meta))
+        (folder / virtualenvs.BUILT).write_text(json.dumps(meta))
 
-    monkeypatch.setattr(environments, "_build", build)
+    monkeypatch.setattr(virtualenvs, "_build", build)
     home = Home(tmp_path)
     notes: list[list[str]] = [[], []]
     threads = [
-        threading.Thread(target=environments.ensure, args=(home, image(XGBOOST), notes[i].append))
+        threading.Thread(target=virtualenvs.ensure, args=(home, image(XGBOOST), notes[i].append))
         for i in range(2)
     ]
     for thread in threads:
@@ -201,9 +201,9 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def test_a_failed_build_fails_the_job_with_pips_words(
     client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(environments, "key", lambda _: "broken-0")
+    monkeypatch.setattr(virtualenvs, "key", lambda _: "broken-0")
     monkeypatch.setattr(
-        environments, "requested", lambda _: {"trainpool-no-such-package-h21": "1.0"}
+        virtualenvs, "requested", lambda _: {"trainpool-no-such-package-h21": "1.0"}
     )
     container = {"image_uri": XGBOOST, "command": ["python", "-c", "print(1)"]}
     pool = {
@@ -255,9 +255,9 @@ def recorded_against_installed(home: Home, uri: str) -> dict[str, Any]:
     """The stand-in of ``uri`` built (or the session's), its ``environment.json``; each
     version it records checked against what its Python finds installed."""
     found = image(uri)
-    environments.ensure(home, found, lambda _: None)
-    folder = home.environments / environments.key(found)
-    meta: dict[str, Any] = json.loads((folder / environments.BUILT).read_text())
+    virtualenvs.ensure(home, found, lambda _: None)
+    folder = home.environments / virtualenvs.key(found)
+    meta: dict[str, Any] = json.loads((folder / virtualenvs.BUILT).read_text())
     python = folder / "venv" / "bin" / "python"
     assert meta["held"] == pip_versions.held(python)
     held = meta["held"]
@@ -355,7 +355,7 @@ def test_a_trainer_installing_mlflow_on_scikit_learn_1_0_gets_the_current_one(
     mlflow, _, protobuf = said(printed, "mlflow")
     assert mlflow == newest, printed
     assert "protos import" in printed
-    built = tmp_path / "root/environments/scikit-learn-1.0" / environments.BUILT
+    built = tmp_path / "root/environments/scikit-learn-1.0" / virtualenvs.BUILT
     pinned = {p.package: p.version for p in included_packages("scikit-learn", "1.0")}
     assert json.loads(built.read_text())["held"]["protobuf"] == pinned["protobuf"] == "3.20.3"
     assert protobuf  # what pip took for the current mlflow, in the replica's own layer

@@ -1,4 +1,4 @@
-"""The recipes of the container stand-ins of Google's images (``jobs/prebuilt_bases.py``),
+"""The recipes of the container stand-ins of Google's images (``stand_ins/prebuilt_bases.py``),
 read without an engine: what each holds, and the Dockerfile that makes it.
 
 Facts they follow: TensorFlow 2.8 publishes wheels for CPython 3.7 to 3.10 (PyPI's
@@ -9,7 +9,7 @@ machine's torch 2.13.0 for CPython 3.11.
 
 from __future__ import annotations
 
-from trainpool.emulator.jobs import prebuilt_bases
+from trainpool.emulator.stand_ins import prebuilt_bases
 
 DLC = "gcr.io/deeplearning-platform-release/tf2-gpu.2-8"
 VERTEX = "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-8:latest"

@@ -1,4 +1,4 @@
-"""The CA bundle the offline stand-in bases trust (``jobs/debian_bases.py``): the setting
+"""The CA bundle the offline stand-in bases trust (``stand_ins/debian_bases.py``): the setting
 ``TRAINPOOL_CA_BUNDLE`` (a PEM file, ``off``), this machine's bundle by default, and the
 hash a stand-in is labelled with. Making a stand-in is tested on a real engine in
 ``tests/test_emulator_jobs_containers.py``."""
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainpool.emulator.jobs import debian_bases
+from trainpool.emulator.stand_ins import debian_bases
 
 PEM = (
     "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ0FUUkFJTlBPT0w=\nAQID\n"

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from trainpool.catalog import included_packages, prebuilt_image
-from trainpool.emulator.jobs import debian_bases
+from trainpool.emulator.stand_ins import debian_bases
 
 DLC = re.compile(
     r"^(?:gcr\.io/deeplearning-platform-release|"
