@@ -41,7 +41,7 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "gcloud ai custom-jobs stream-logs JOB",
         "the replicas' lines from Cloud Logging",
-        "tests/test_emulator_api_logging_service.py",
+        "tests/test_emulator_cloud_logging_logging_service.py",
     ),
     (
         "gcloud ai hp-tuning-jobs create --config=FILE",
@@ -58,12 +58,12 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "gcloud ai persistent-resources create / describe / list / delete",
         "served (PROVISIONING, then RUNNING)",
-        "tests/test_emulator_api_persistent_resource_service.py",
+        "tests/test_emulator_persistent_persistent_resource_service.py",
     ),
     (
         "gcloud logging read FILTER",
         "served (the Logging query language)",
-        "tests/test_emulator_api_logging_service.py",
+        "tests/test_emulator_cloud_logging_logging_service.py",
     ),
     (
         "gcloud builds submit --tag IMAGE DIR",

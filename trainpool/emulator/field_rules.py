@@ -72,7 +72,7 @@ _SPEC_RULES = {
         LOGGED,
         f"checked by Vertex's rules; {LOCAL}: they write on the store's disk; left out, a "
         "CustomJob's or a sweep's pool is given Vertex's defaults (pd-ssd, hyperdisk-balanced "
-        "on A3 Ultra; 100 GB: DiskSpec, machine_resources.proto; api/job_service.py)",
+        "on A3 Ultra; 100 GB: DiskSpec, machine_resources.proto; jobs/job_service.py)",
     ),
     "worker_pool_specs.nfs_mounts": Rule(
         REFUSED,
@@ -109,7 +109,7 @@ _SPEC_RULES = {
         "by the Vertex AI SDK's uploader, into the experiment named after the job; refused "
         "without service_account, as Vertex refuses it ('custom_job.job_spec.service_account "
         "must be specified when uploading to TensorBoard', kubeflow/pipelines#7123), and when "
-        "it does not exist or is in another region (api/job_links.py)",
+        "it does not exist or is in another region (jobs/job_links.py)",
     ),
     "service_account": Rule(
         LOGGED,
@@ -129,14 +129,14 @@ _SPEC_RULES = {
         APPLIED,
         "AIP_EXPERIMENT_NAME in every replica (jobs/vertex_access.py), so the SDK in the "
         "trainer logs to it; refused without service_account, as the SDK documents it, and "
-        "when it is not an Experiment of the job's location (api/job_links.py); a CustomJob "
+        "when it is not an Experiment of the job's location (jobs/job_links.py); a CustomJob "
         "without experiment_run gets a run of it, named after the job and written into "
         "experiment_run, as Vertex auto-generates one (the SDK's CustomJob.run)",
     ),
     "experiment_run": Rule(
         APPLIED,
         "AIP_EXPERIMENT_RUN_NAME in every replica (jobs/vertex_access.py); refused without "
-        "experiment or when it is not a run of that Experiment (api/job_links.py)",
+        "experiment or when it is not a run of that Experiment (jobs/job_links.py)",
     ),
     "models": Rule(LOGGED, "no model is mapped to artifact URIs for the job"),
 }

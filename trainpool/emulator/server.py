@@ -26,41 +26,41 @@ from trainpool.emulator import listen, private_root, root_lock
 from trainpool.emulator.api import (
     artifact_registry,
     clock_service,
-    cloud_build,
     faults_service,
-    job_service,
     local_service,
-    logging_service,
-    metadata_service,
     model_service,
     operations_service,
-    persistent_resource_service,
-    pipeline_service,
     resource_manager,
-    schedule_service,
     service_usage,
-    tensorboard_service,
-    vizier_service,
 )
 from trainpool.emulator.api.rpc import Service, close_log, open_log
 from trainpool.emulator.api.unserved import Unserved
 from trainpool.emulator.api.versions import BetaHandler, Twins
+from trainpool.emulator.builds import cloud_build
 from trainpool.emulator.clock import Clock
+from trainpool.emulator.cloud_logging import logging_service
 from trainpool.emulator.cloud_storage.access import DoorKey, new_secret, write_private
 from trainpool.emulator.cloud_storage.bodies import DEFAULT_LIMIT
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
+from trainpool.emulator.jobs import job_service
 from trainpool.emulator.jobs.manager import JobManager, start_job_manager
 from trainpool.emulator.jobs.quota import default_limit, parse_limit
+from trainpool.emulator.metadata import metadata_service
 from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.persistent import persistent_resource_service
 from trainpool.emulator.persistent.resources import Lives
+from trainpool.emulator.pipeline_jobs import pipeline_service
 from trainpool.emulator.pipeline_jobs.runs import start_runs
 from trainpool.emulator.proxy import certs
 from trainpool.emulator.proxy.server import ProxyServer
 from trainpool.emulator.rest.door import RestDoor
+from trainpool.emulator.schedules import schedule_service
 from trainpool.emulator.schedules.firer import Firer, start_firer
 from trainpool.emulator.state import EmulatorState
+from trainpool.emulator.sweeps import vizier_service
+from trainpool.emulator.tensorboards import tensorboard_service
 from trainpool.emulator.tensorboards.store import TensorboardRecords
 from trainpool.emulator_client import Served
 

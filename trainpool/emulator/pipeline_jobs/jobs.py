@@ -1,7 +1,7 @@
 """A PipelineJob as ``CreatePipelineJob`` makes it: checked, named, stored QUEUED, started.
 
 :func:`create` is the one create path: ``PipelineService.CreatePipelineJob``
-(:mod:`trainpool.emulator.api.pipeline_service`) and a Schedule's runs
+(:mod:`trainpool.emulator.pipeline_jobs.pipeline_service`) and a Schedule's runs
 (:mod:`trainpool.emulator.schedules.firer`) both call it, so a scheduled run is created
 exactly as a client's. The only difference is ``schedule_name`` (PipelineJob field 22,
 pipeline_job.proto: "Output only. The schedule resource name. Only returned if the

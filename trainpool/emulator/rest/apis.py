@@ -9,7 +9,7 @@ client has no REST transport.
 
 from __future__ import annotations
 
-from trainpool.emulator.api import logging_service
+from trainpool.emulator.cloud_logging import logging_service
 from trainpool.emulator.rest.routes import Route
 
 SERVED_APIS: dict[str, tuple[tuple[str, ...], tuple[Route, ...]]] = {

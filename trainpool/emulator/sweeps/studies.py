@@ -1,7 +1,7 @@
 """A Vizier study's decisions over its stored trials: which parameters come next, whether an
 active trial stops early, which trials are optimal, which measurement is final.
 
-VizierService (:mod:`trainpool.emulator.api.vizier_service`) keeps a study's trials as
+VizierService (:mod:`trainpool.emulator.sweeps.vizier_service`) keeps a study's trials as
 records; each decision here is made afresh from them, with the sweep engine's own parts, so
 a study served to a client and a HyperparameterTuningJob's study decide alike:
 

@@ -13,7 +13,7 @@ What Vertex fills in on Create, the emulator fills the same:
   100GB)" (google/cloud/aiplatform/v1/machine_resources.proto), as ``gcloud ai custom-jobs
   describe`` shows them on a job created without them;
 - a CustomJob that names an experiment and no run gets a run of that experiment, written into
-  ``job_spec.experiment_run`` (:func:`trainpool.emulator.api.job_links.attach_run`).
+  ``job_spec.experiment_run`` (:func:`trainpool.emulator.jobs.job_links.attach_run`).
 
 ``service_account`` stays empty when the request names none: a CustomJob then runs as "the
 Vertex AI Custom Code Service Agent for the CustomJob's project" (``CustomJobSpec.
@@ -31,8 +31,9 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
-from trainpool.emulator.api import job_links, requests
+from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, precondition, service, typed
+from trainpool.emulator.jobs import job_links
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.manager import TERMINAL, JobManager
 from trainpool.emulator.metadata.store import MetadataRecords

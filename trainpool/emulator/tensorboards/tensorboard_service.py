@@ -7,7 +7,7 @@ What the SDK's ``aiplatform.Tensorboard*`` classes, ``log_time_series_metrics`` 
 :mod:`trainpool.emulator.tensorboards.store`. Here: the resources (Tensorboards, experiments,
 runs, time series), declared to :mod:`trainpool.emulator.standard_methods`, which serves their
 Create, Get, List, Update and Delete, and the batch creates; their data methods are
-:mod:`trainpool.emulator.api.tensorboard_data`.
+:mod:`trainpool.emulator.tensorboards.tensorboard_data`.
 Not served (UNIMPLEMENTED, naming them): ``ReadTensorboardBlobData`` (a server stream; the
 uploader writes blobs to Cloud Storage and the SDK never reads them back) and
 ``ReadTensorboardUsage`` (Google's monthly billing view).
@@ -21,8 +21,6 @@ from google.cloud.aiplatform_v1.types import tensorboard_service as ts
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.api.tensorboard_data import data_methods
-from trainpool.emulator.api.tensorboard_names import check_name
 from trainpool.emulator.records.kinds import (
     TENSORBOARD_EXPERIMENTS,
     TENSORBOARD_RUNS,
@@ -33,6 +31,8 @@ from trainpool.emulator.records.kinds import (
 from trainpool.emulator.standard_methods import Resource, create, methods
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.tensorboards.store import MAX_BATCH, TensorboardRecords
+from trainpool.emulator.tensorboards.tensorboard_data import data_methods
+from trainpool.emulator.tensorboards.tensorboard_names import check_name
 from trainpool.errors import InputError, brief
 
 SERVICE = "google.cloud.aiplatform.v1.TensorboardService"

@@ -10,8 +10,8 @@ call, kept by :mod:`trainpool.emulator.metadata.store` (links and events:
 (Create/DeleteMetadataStore, Delete*, Purge*) answer a finished Operation. Create, Get,
 List, Update and Delete are :mod:`trainpool.emulator.standard_methods`, given the resources
 :func:`resources` declares. The methods on
-links and lineage are :mod:`trainpool.emulator.api.metadata_links`; the names every method
-checks, :mod:`trainpool.emulator.api.metadata_names`.
+links and lineage are :mod:`trainpool.emulator.metadata.metadata_links`; the names every method
+checks, :mod:`trainpool.emulator.metadata.metadata_names`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from google.cloud.aiplatform_v1.types import metadata_service as ms
 from google.longrunning import operations_pb2
 
 from trainpool.emulator.api import requests
-from trainpool.emulator.api.metadata_links import link_methods
-from trainpool.emulator.api.metadata_names import check_node, check_store
 from trainpool.emulator.api.rpc import Service, service
+from trainpool.emulator.metadata.metadata_links import link_methods
+from trainpool.emulator.metadata.metadata_names import check_node, check_store
 from trainpool.emulator.metadata.store import MetadataRecords
 from trainpool.emulator.records.kinds import (
     ARTIFACTS,

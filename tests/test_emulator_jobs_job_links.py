@@ -1,4 +1,4 @@
-"""A CustomJob that names an experiment and no run is given one (``api/job_links.py``).
+"""A CustomJob that names an experiment and no run is given one (``jobs/job_links.py``).
 
 "If 'experiment' is set but 'experiment_run` is not, an ExperimentRun resource will still be
 auto-generated" (the Vertex AI SDK's ``CustomJob.run`` docstring), and its name is the job's

@@ -1,7 +1,8 @@
 """The data methods of ``google.cloud.aiplatform.v1.TensorboardService``: points written
 to a run or an experiment's runs, a time series read, read in batch and exported, and a
-Tensorboard's size (the resources themselves: :mod:`trainpool.emulator.api.tensorboard_service`;
-the points are kept by :mod:`trainpool.emulator.tensorboards.points`)."""
+Tensorboard's size (the resources themselves:
+:mod:`trainpool.emulator.tensorboards.tensorboard_service`; the points are kept by
+:mod:`trainpool.emulator.tensorboards.points`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any
 
 from google.cloud.aiplatform_v1.types import tensorboard_service as ts
 
-from trainpool.emulator.api.tensorboard_names import check_name
 from trainpool.emulator.records.kinds import (
     TENSORBOARD_EXPERIMENTS,
     TENSORBOARD_RUNS,
@@ -18,6 +18,7 @@ from trainpool.emulator.records.kinds import (
     TENSORBOARDS,
 )
 from trainpool.emulator.tensorboards.points import TensorboardPoints
+from trainpool.emulator.tensorboards.tensorboard_names import check_name
 from trainpool.errors import InputError, brief
 
 

@@ -2,7 +2,7 @@
 lineage read from them: a Context's members and children, an Execution's events
 (:mod:`trainpool.emulator.metadata.links`), the lineage subgraphs
 (:mod:`trainpool.emulator.metadata.subgraphs`); each link within one MetadataStore. The
-other methods are :mod:`trainpool.emulator.api.metadata_service`."""
+other methods are :mod:`trainpool.emulator.metadata.metadata_service`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 from google.cloud.aiplatform_v1.types import lineage_subgraph as lineage_types
 from google.cloud.aiplatform_v1.types import metadata_service as ms
 
-from trainpool.emulator.api.metadata_names import check_node
 from trainpool.emulator.metadata import subgraphs
+from trainpool.emulator.metadata.metadata_names import check_node
 from trainpool.emulator.metadata.store import MetadataRecords, store_of
 from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS, EXECUTIONS
 from trainpool.errors import InputError, brief
