@@ -25,9 +25,6 @@ from google.cloud.aiplatform_v1.types import custom_job as cj
 from trainpool.emulator import listen, private_root, root_lock
 from trainpool.emulator.api import (
     artifact_registry,
-    clock_service,
-    faults_service,
-    local_service,
     model_service,
     operations_service,
     resource_manager,
@@ -44,7 +41,7 @@ from trainpool.emulator.cloud_storage.bodies import DEFAULT_LIMIT
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
 from trainpool.emulator.faults.interceptor import FaultInterceptor
-from trainpool.emulator.jobs import job_service
+from trainpool.emulator.jobs import faults_service, job_service, local_service
 from trainpool.emulator.jobs.manager import JobManager, start_job_manager
 from trainpool.emulator.jobs.quota import default_limit, parse_limit
 from trainpool.emulator.metadata import metadata_service
@@ -56,7 +53,7 @@ from trainpool.emulator.pipeline_jobs.runs import start_runs
 from trainpool.emulator.proxy import certs
 from trainpool.emulator.proxy.server import ProxyServer
 from trainpool.emulator.rest.door import RestDoor
-from trainpool.emulator.schedules import schedule_service
+from trainpool.emulator.schedules import clock_service, schedule_service
 from trainpool.emulator.schedules.firer import Firer, start_firer
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.sweeps import vizier_service
@@ -172,7 +169,7 @@ class Emulator:
     def preempt(self, job_name: str) -> cj.CustomJob:
         """Preempt RUNNING CustomJob ``job_name`` as Compute Engine reclaims Spot VMs, and
         return it ended (FAILED, STOCKOUT); see
-        :func:`trainpool.emulator.api.faults_service.preempt` (it raises
+        :func:`trainpool.emulator.jobs.faults_service.preempt` (it raises
         ``trainpool.emulator.api.rpc.RpcError``)."""
         return faults_service.preempt(self.manager, job_name)
 
@@ -189,7 +186,7 @@ class Emulator:
         wait_timeout_s: float = clock_service.DEFAULT_WAIT_S,
     ) -> clock_service.AdvanceClockResponse:
         """Move the clock ``by`` a duration or ``to`` a time through every schedule fire time
-        on the way (:func:`trainpool.emulator.api.clock_service.advance`); with
+        on the way (:func:`trainpool.emulator.schedules.clock_service.advance`); with
         ``wait_for_runs``, return once the schedules' runs have ended."""
         if (by is None) == (to is None):
             raise ValueError("advance_clock: give one of by (a timedelta) and to (a datetime)")
@@ -232,18 +229,18 @@ def _handlers(
     wired = {
         job_service: job_service.handler(state, manager, lives, metadata),
         pipeline_service: pipeline_service.handler(state, manager, runs, lives),
-        model_service: model_service.handler(state, manager),
+        model_service: model_service.handler(state),
         schedule_service: schedule_service.handler(state, firer),
         metadata_service: metadata_service.handler(state, metadata),
         tensorboard_service: tensorboard_service.handler(state, tensorboards),
         persistent_resource_service: persistent_resource_service.handler(state, lives),
-        vizier_service: vizier_service.handler(state, manager),
-        operations_service: operations_service.handler(state, manager),
-        logging_service: logging_service.handler(state, manager),
-        cloud_build: cloud_build.handler(state, manager),
-        resource_manager: resource_manager.handler(state, manager),
-        service_usage: service_usage.handler(state, manager),
-        artifact_registry: artifact_registry.handler(state, manager),
+        vizier_service: vizier_service.handler(state),
+        operations_service: operations_service.handler(state),
+        logging_service: logging_service.handler(state),
+        cloud_build: cloud_build.handler(state, manager.containers),
+        resource_manager: resource_manager.handler(state),
+        service_usage: service_usage.handler(state),
+        artifact_registry: artifact_registry.handler(state),
         faults_service: faults_service.handler(state, manager),
         local_service: local_service.handler(state, manager),
         clock_service: clock_service.handler(state, firer),

@@ -4,7 +4,7 @@ bases made available to its engine) and ``Local.Engine`` (its container engine, 
 ``build_image`` component's local path builds on: :func:`engine_call`).
 
 ``docker push`` under ``trainpool exec`` (:mod:`trainpool.redirect.docker`) calls
-:func:`record_push`; the server is :mod:`trainpool.emulator.api.local_service`, which
+:func:`record_push`; the server is :mod:`trainpool.emulator.jobs.local_service`, which
 records the image with :func:`trainpool.emulator.records.repositories.record_push`. Kept out
 of the package's ``__init__`` so the components image, which imports that, does not carry it.
 """

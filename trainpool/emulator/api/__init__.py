@@ -1,8 +1,9 @@
 """What every service the emulator serves shares (``rpc``: the service table every door
 calls and its errors; request checks, read masks, protobuf ranges, v1beta1, unserved
 methods), and the services with no engine of their own (models, Artifact Registry, Service
-Usage, Resource Manager, Operations, the emulator's own). A service with an engine lives in
-its home beside it, records and rules: ``jobs.job_service``, ``pipeline_jobs.pipeline_service``,
-``schedules.schedule_service``, ``metadata.metadata_service``,
+Usage, Resource Manager, Operations). A service with an engine lives in its home beside it,
+its records and rules: ``jobs.job_service`` (and the emulator's own ``jobs.faults_service``,
+``jobs.local_service``), ``pipeline_jobs.pipeline_service``, ``schedules.schedule_service``
+(and ``schedules.clock_service``), ``metadata.metadata_service``,
 ``tensorboards.tensorboard_service``, ``persistent.persistent_resource_service``,
 ``sweeps.vizier_service``, ``cloud_logging.logging_service``, ``builds.cloud_build``."""

@@ -59,7 +59,6 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, already_exists, not_found, service
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.kinds import Kind
 from trainpool.emulator.records.operations import pack
 from trainpool.emulator.records.repositories import (
@@ -287,7 +286,7 @@ def package_versions(state: EmulatorState, request: version.ListVersionsRequest)
     return version.ListVersionsResponse(versions=versions)
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(state: EmulatorState) -> Service:
     """The ArtifactRegistry handler."""
 
     def finished(name: str, response: Any) -> operations_pb2.Operation:

@@ -20,7 +20,6 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import MODELS
 from trainpool.emulator.state import EmulatorState
@@ -128,7 +127,7 @@ class ModelService:
         return models.update(self.records, request.model, paths)
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(state: EmulatorState) -> Service:
     """The ModelService handler."""
     registry = ModelService(state)
     methods: dict[str, Any] = {

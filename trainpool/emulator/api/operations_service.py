@@ -20,7 +20,6 @@ from google.longrunning import operations_pb2
 from google.protobuf import empty_pb2
 
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service, typed
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import paging
 from trainpool.emulator.records.operations import Operations
 from trainpool.emulator.state import EmulatorState
@@ -84,7 +83,7 @@ class OperationsService:
             time.sleep(POLL_S)
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(state: EmulatorState) -> Service:
     """The Operations handler: Get, List, Delete, Cancel and Wait."""
     served = OperationsService(state.operations)
     answers = {

@@ -18,7 +18,6 @@ import os
 from google.cloud.resourcemanager_v3.types import projects as rm
 
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
 
@@ -51,5 +50,5 @@ def get_project(request: rm.GetProjectRequest) -> rm.Project:
     )
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(state: EmulatorState) -> Service:
     return service(SERVICE, {"GetProject": (get_project, rm.GetProjectRequest, rm.Project)})

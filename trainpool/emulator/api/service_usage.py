@@ -43,7 +43,6 @@ from google.longrunning import operations_pb2
 
 from trainpool.emulator.api.requests import PROJECT
 from trainpool.emulator.api.rpc import Service, service
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records import paging
 from trainpool.emulator.records.database import Database
 from trainpool.emulator.records.operations import pack
@@ -239,7 +238,7 @@ class ServiceUsage:
         )
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(state: EmulatorState) -> Service:
     """The ServiceUsage handler: :class:`ServiceUsage`'s methods. Not the standard methods
     of :mod:`trainpool.emulator.standard_methods`: a project's services are not created or
     deleted but enabled and disabled, and Get and List read a fixed catalog."""

@@ -13,7 +13,7 @@ from google.protobuf import any_pb2
 
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service
 from trainpool.emulator.builds.build_runs import RUNNING, BuildRunner
-from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.records import paging
 from trainpool.emulator.records.kinds import BUILDS
 from trainpool.emulator.records.operations import pack
@@ -124,9 +124,9 @@ class CloudBuild:
         )
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(state: EmulatorState, engine: ContainerEngine | None) -> Service:
     """The CloudBuild handler; builds a previous server left running end FAILURE."""
-    builds = BuildRunner(state, manager.containers)
+    builds = BuildRunner(state, engine)
     builds.recover()
     served = CloudBuild(state, builds)
     state.operations.refresh_with(

@@ -30,7 +30,6 @@ from trainpool.emulator.api.rpc import Service, service
 from trainpool.emulator.cloud_logging import query
 from trainpool.emulator.cloud_logging.entries import stamp
 from trainpool.emulator.cloud_logging.reader import Logs, projects_of
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.rest.routes import Route
 from trainpool.emulator.rest.template import parse
 from trainpool.emulator.state import EmulatorState
@@ -168,7 +167,7 @@ class LoggingService:
             time.sleep(TAIL_POLL_S)
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(state: EmulatorState) -> Service:
     """The LoggingServiceV2 handler: ListLogEntries, WriteLogEntries, ListLogs and the
     TailLogEntries stream."""
     served = LoggingService(Logs(state))

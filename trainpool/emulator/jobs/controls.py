@@ -62,7 +62,7 @@ class Stop:
 @dataclass(frozen=True)
 class Controls:
     """How a running job is ended from outside: ``cancel``, ``preempt`` (its VMs
-    reclaimed, :mod:`trainpool.emulator.api.faults_service`), or ``stop`` (the service stops
+    reclaimed, :mod:`trainpool.emulator.jobs.faults_service`), or ``stop`` (the service stops
     it early, :class:`Stop`)."""
 
     cancel: Flag = field(default_factory=Flag)

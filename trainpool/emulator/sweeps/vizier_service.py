@@ -53,7 +53,6 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, already_exists, not_found, precondition, service
-from trainpool.emulator.jobs.manager import JobManager
 from trainpool.emulator.records.kinds import STUDIES, TRIALS
 from trainpool.emulator.records.operations import pack
 from trainpool.emulator.state import EmulatorState
@@ -538,7 +537,7 @@ def _stopping(added: tuple[float, float] | None, metric_id: str) -> Any:
     return change
 
 
-def handler(state: EmulatorState, manager: JobManager) -> Service:
+def handler(state: EmulatorState) -> Service:
     vizier = VizierService(state)
     op = operations_pb2.Operation
     return service(
