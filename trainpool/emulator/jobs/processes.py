@@ -213,19 +213,16 @@ def report_loss(name: str, metric_file: Path) -> str:
     every report (``open(path, 'w')``, its last 100 reports), so a write the disk refused
     leaves it empty or cut short: the reports it held before are gone with it."""
     try:
-        size = metric_file.stat().st_size
-        with open(metric_file, "rb") as handle:
-            whole = handle.read().count(b"\n") if size else 0
-            handle.seek(max(0, size - 1))
-            last = handle.read(1)
+        text = metric_file.read_bytes()  # 100 reports at most
     except OSError:
         return ""
-    if size and last == b"\n":
+    if text.endswith(b"\n"):
         return ""
-    held = f"holds {whole} whole report(s) and a cut-short line" if size else "is empty"
+    whole = text.count(b"\n")
+    held = f"holds {whole} whole report(s) and a cut-short line" if text else "is empty"
     return (
         f"{name}'s hyperparameter tuning metric reports could not be kept: its metric file "
-        f"{metric_file} {held} ({size} bytes); the reports it held were lost with it"
+        f"{metric_file} {held} ({len(text)} bytes); the reports it held were lost with it"
     )
 
 

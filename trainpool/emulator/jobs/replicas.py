@@ -231,7 +231,7 @@ class JobReplicas:
             status = replica.exit_status()
             if status is not None and replica.output_lost:
                 return self.output_lost(replica, status)
-            if status == 0 and self.reports_lost(replica) and self.full() is not None:
+            if status == 0 and self.full() is not None and self.reports_lost(replica):
                 return self.output_lost(replica, status)
             if status not in (None, 0):
                 try:
