@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.disks import tmpfs
+from fixtures.disks import fill, tmpfs
 from fixtures.storage import storage_emulator
 from google.api_core import exceptions
 from google.cloud.devtools.cloudbuild_v1 import types
@@ -92,13 +92,7 @@ def test_a_build_the_disk_cannot_hold_fails_naming_it_and_leaves_nothing_half_wr
         small = build("small", context(tmp_path / "small", 1))  # its room came back with it
         assert small.status == Status.SUCCESS, small.status_detail
         assert image_store.lookup(f"{REPO}:small", root) is not None
-        filler = twenty_mb / "filler"
-        with open(filler, "wb", buffering=0) as handle:
-            try:
-                while True:
-                    handle.write(b"x" * 65536)
-            except OSError:
-                pass
+        filler = fill(twenty_mb)
         before = cloud_build_client().list_builds(project_id=PROJECT)
         builds_dir = root / "builds"
         folders = sorted(p.name for p in builds_dir.iterdir())

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.disks import fill
 from fixtures.engine import SecondEngine, build, ours
 from fixtures.host_image import host_image
 from fixtures.jobs import wait_job
@@ -1043,8 +1044,8 @@ def test_a_full_engine_disk_fails_runs_and_builds_resource_exhausted_naming_it(
         with emulator.start(root) as emu:
             monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
             jobs = job_client("us-central1")
-            fill = FILL_ITS_DISK.split()
-            done = wait(jobs, root, create(jobs, [pool(1, python_base, command=fill)]), 180)
+            filling = FILL_ITS_DISK.split()
+            done = wait(jobs, root, create(jobs, [pool(1, python_base, command=filling)]), 180)
             assert done.state == JobState.JOB_STATE_FAILED
             assert done.error.code == 8, done.error.message  # RESOURCE_EXHAUSTED
             said = done.error.message
@@ -1053,14 +1054,7 @@ def test_a_full_engine_disk_fails_runs_and_builds_resource_exhausted_naming_it(
             assert "workerpool0-0 exited with a non-zero status of 1" in said
             assert "with its container engine's disk full" in said
             assert not ours(ContainerEngine(client, second.url), root)  # the room is back
-            filler = Path(second.dir, "data", "filler")
-            with open(filler, "wb") as out:  # the disk filled by someone else
-                try:
-                    while True:
-                        out.write(b"x" * (1 << 20))
-                        out.flush()
-                except OSError:
-                    pass
+            filler = fill(Path(second.dir, "data"))  # the disk filled by someone else
             late = wait(jobs, root, create(jobs, [pool(1, python_base, args=["exit", "0"])]), 60)
             assert late.state == JobState.JOB_STATE_FAILED
             assert late.error.code == 8, late.error.message

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.disks import SPEAK, tmpfs
+from fixtures.disks import SPEAK, fill, tmpfs
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
 from fixtures.vertex import PARENT
@@ -38,19 +38,6 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def twenty_mb(tmp_path: Path) -> Iterator[Path]:
     """A 20 MiB tmpfs (the issue's), unmounted after the test."""
     yield from tmpfs(tmp_path / "disk", "20M")
-
-
-def fill(disk: Path) -> Path:
-    """Write a file until the disk has no room left."""
-    filler = disk / "filler"
-    with open(filler, "wb") as handle:
-        try:
-            while True:
-                handle.write(b"x" * 65536)
-                handle.flush()
-        except OSError:
-            pass
-    return filler
 
 
 def python_pool(code: str) -> dict[str, object]:
