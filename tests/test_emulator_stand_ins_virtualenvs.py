@@ -29,6 +29,8 @@ from trainpool.vertex.clients import job_client
 
 XGBOOST = "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-1:latest"
 SKLEARN = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"
+SKLEARN_16 = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-6:latest"
+XGBOOST_21 = "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.2-1:latest"
 
 
 def image(uri: str) -> PrebuiltImage:
@@ -85,6 +87,44 @@ def test_every_package_the_page_lists_is_pinned_and_storage_is_not_the_newest() 
     assert lines[-1] == "  cloudml-hypertune: newest (every prebuilt image ships them; " + (
         "Google's page gives no version)"
     )
+
+
+@pytest.mark.parametrize("uri", [SKLEARN_16, XGBOOST_21])
+def test_an_image_whose_page_lists_five_holds_the_rest_at_its_time_not_the_newest(
+    uri: str,
+) -> None:
+    # issue 44 item 8: the page lists numpy, pandas, scipy, scikit-learn and xgboost for these
+    # images and nothing else; their stand-ins took protobuf and google-cloud-storage at the
+    # newest (protobuf 7.x). The catalog now holds every other distribution at the newest
+    # release published before scipy 1.15.2 (2025-02-17), the newest release the page lists
+    found = image(uri)
+    asked = virtualenvs.requested(found)
+    rows = included_packages(found.framework, found.version)
+    page = {p.package for p in rows if p.verified}
+    assert page == {"numpy", "pandas", "scipy", "scikit-learn", "xgboost"}
+    assert asked["protobuf"] == "5.29.3" and asked["google-cloud-storage"] == "3.0.0"
+    assert virtualenvs.unpinned(found, virtualenvs.ALWAYS) == ("cloudml-hypertune",)  # 2019
+    inferred = [p for p in rows if not p.verified]
+    assert len(inferred) > 20
+    assert all("2025-02-17" in p.source and "scipy 1.15.2" in p.source for p in inferred)
+    lines = virtualenvs.describe(
+        found, [Choice("protobuf", "5.29.3", "5.29.3"), Choice("scipy", "1.15.2", "1.15.2")]
+    )
+    assert lines[0] == (
+        "  protobuf 5.29.3 (of the image's time: Google's page names no version; the "
+        "catalog's row says how it was chosen)"
+    )
+    assert lines[1] == "  scipy 1.15.2 (as on Vertex: 1.15.2)"
+
+
+def test_only_what_the_page_lists_is_borrowed() -> None:
+    # an image the page lists nothing for borrows the nearest list's names, never the
+    # versions of another image's time the catalog inferred (nvidia-nccl-cu12, zipp, ...)
+    for found in prebuilt_images().values():
+        nearest, names = virtualenvs.borrowed(found)
+        if nearest:
+            page = {p.package for p in included_packages(found.framework, nearest) if p.verified}
+            assert set(names) <= page, found.uri
 
 
 def test_a_pin_gives_way_to_what_another_pin_depends_on(
@@ -273,6 +313,7 @@ def recorded_against_installed(home: Home, uri: str) -> dict[str, Any]:
     [
         SKLEARN,
         XGBOOST,
+        SKLEARN_16,
     ],
 )
 def test_a_stand_in_holds_what_it_records_and_protobuf_as_the_catalog_pins_it(

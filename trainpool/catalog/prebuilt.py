@@ -5,7 +5,11 @@ containers for custom training" page (``verified=true``; the ``us-``, ``europe-`
 ``asia-docker.pkg.dev/vertex-ai/training/`` copies of each), and legacy
 ``gcr.io/cloud-aiplatform/training/`` URIs found in Google's samples (``verified=false``),
 each with its source. ``data/prebuilt_packages.csv`` lists the versions of the packages
-an image ships where the page says ("Included dependencies").
+an image ships where the page says ("Included dependencies"), and (``verified=false``,
+the source saying how) the versions of the image's time of what the page names no version
+for: protobuf, and for the scikit-learn 1.6 and XGBoost 2.1 images, whose list gives only
+the framework's five, every other distribution their stand-ins hold
+(``scripts/prebuilt_time_pins.py``).
 
 The page: "Using image names without the ``latest`` tag isn't supported. You must use an
 image with the ``latest`` tag." A URI without a tag is Docker's ``:latest``.
@@ -43,11 +47,14 @@ class PrebuiltImage:
 
 @dataclass(frozen=True)
 class IncludedPackage:
-    """A package an image ships, at the version its docs list."""
+    """A package an image ships, at the version its docs list; ``verified`` false where the
+    docs name none and ``source`` says where the version comes from (protobuf for the
+    scikit-learn 1.0 image; the dependencies of the scikit-learn 1.6 image, of its time)."""
 
     package: str
     version: str
     source: str
+    verified: bool = True
 
 
 @cache
@@ -172,7 +179,9 @@ def _included() -> dict[tuple[str, str], tuple[IncludedPackage, ...]]:
     for row in read_rows("prebuilt_packages.csv"):
         key = (row["framework"], row["version"])
         table.setdefault(key, []).append(
-            IncludedPackage(row["package"], row["package_version"], row["source"])
+            IncludedPackage(
+                row["package"], row["package_version"], row["source"], flag(row["verified"])
+            )
         )
     return {key: tuple(packages) for key, packages in table.items()}
 

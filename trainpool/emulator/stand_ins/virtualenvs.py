@@ -26,7 +26,12 @@ package index and kept in ``Home.environments``:
 - what those packages depend on (google-api-core, google-auth, ...) as pip resolves it under
   the pins above, so at versions of the image's time where the pins bound them
   (google-cloud-bigquery 1.25.0 holds google-api-core below 2), and ``protobuf`` itself
-  pinned where the catalog names a version (its row says where it comes from); every
+  pinned where the catalog names a version (its row says where it comes from). Where the
+  page lists only the framework's five (scikit-learn 1.6, XGBoost 2.1), the catalog holds
+  every other distribution at the newest version published before the image's day (the
+  day of the newest release the page lists, scipy 1.15.2's: protobuf 5.29.3,
+  google-cloud-storage 3.0.0; ``scripts/prebuilt_time_pins.py``), and those are pinned
+  too; the job log says which versions are the page's and which are inferred. Every
   distribution the environment holds is recorded with its version (``environment.json``,
   ``held``);
 - nothing of the emulator's own packages (trainpool, kfp, ...): a container does not
@@ -67,10 +72,12 @@ FRAMEWORK_PACKAGES = {
 TORCH = "2.13.0"
 """The one torch version installed: the CPU build on this machine (``/opt/wheels``)."""
 ALWAYS = ("cloudml-hypertune", "google-cloud-storage")
-RECIPE = 3
+RECIPE = 4
 """The version of what an environment holds; a built one of another version is built again
 (2: the packages borrowed from the nearest documented version, Ray Data; 3: every package
-the page lists for the image pinned, protobuf included, and every distribution recorded)."""
+the page lists for the image pinned, protobuf included, and every distribution recorded;
+4: the scikit-learn 1.6 and XGBoost 2.1 images' other distributions at their time's
+versions, not the newest)."""
 EXTRAS = {"ray": "data"}
 """The framework's extras its images hold (see the module)."""
 BUILD_TOOLS = ("wheel",)
@@ -159,7 +166,9 @@ def borrowed(image: PrebuiltImage) -> tuple[str, tuple[str, ...]]:
     names = tuple(
         p.package
         for p in included_packages(image.framework, nearest)
-        if p.package not in asked and p.package != FRAMEWORK_PACKAGES[image.framework]
+        if p.verified
+        and p.package not in asked
+        and p.package != FRAMEWORK_PACKAGES[image.framework]
     )
     return nearest, names
 
@@ -370,6 +379,9 @@ def describe(image: PrebuiltImage, choices: list[pip_versions.Choice]) -> list[s
     """The job log's lines: which versions the image has and which this environment has
     (``image``: the one it was built for; the lines hold for every image of its key)."""
     here = platform.python_version()
+    inferred = {
+        p.package for p in included_packages(image.framework, image.version) if not p.verified
+    }
     lines = []
     for choice in choices:
         asked = choice.requested.removesuffix(".*")
@@ -377,6 +389,11 @@ def describe(image: PrebuiltImage, choices: list[pip_versions.Choice]) -> list[s
             lines.append(
                 f"  torch {choice.installed} (the image has PyTorch {image.version}; every "
                 "PyTorch image runs with torch 2.13.0 here, the CPU build this machine has)"
+            )
+        elif choice.exact and choice.package in inferred:
+            lines.append(
+                f"  {choice.package} {choice.installed} (of the image's time: Google's page "
+                "names no version; the catalog's row says how it was chosen)"
             )
         elif choice.exact:
             lines.append(f"  {choice.package} {choice.installed} (as on Vertex: {asked})")
