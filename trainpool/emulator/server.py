@@ -25,7 +25,6 @@ from google.cloud.aiplatform_v1.types import custom_job as cj
 from trainpool.emulator import listen, private_root, root_lock
 from trainpool.emulator.api import (
     artifact_registry,
-    model_service,
     operations_service,
     resource_manager,
     service_usage,
@@ -46,6 +45,7 @@ from trainpool.emulator.jobs.manager import JobManager, start_job_manager
 from trainpool.emulator.jobs.quota import default_limit, parse_limit
 from trainpool.emulator.metadata import metadata_service
 from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.model_registry import model_service
 from trainpool.emulator.persistent import persistent_resource_service
 from trainpool.emulator.persistent.resources import Lives
 from trainpool.emulator.pipeline_jobs import pipeline_service
