@@ -23,15 +23,11 @@ import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
 
 from trainpool.emulator import listen, private_root, root_lock
-from trainpool.emulator.api import (
-    artifact_registry,
-    operations_service,
-    resource_manager,
-    service_usage,
-)
+from trainpool.emulator.api import operations_service, resource_manager, service_usage
 from trainpool.emulator.api.rpc import Service, close_log, open_log
 from trainpool.emulator.api.unserved import Unserved
 from trainpool.emulator.api.versions import BetaHandler, Twins
+from trainpool.emulator.artifact_registry import artifact_registry
 from trainpool.emulator.builds import cloud_build
 from trainpool.emulator.clock import Clock
 from trainpool.emulator.cloud_logging import logging_service
