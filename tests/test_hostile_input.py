@@ -590,7 +590,7 @@ def test_an_emulator_fault_is_internal_without_its_text(
     api: tuple[Api, str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clients, sentinel, root = api
-    from trainpool.emulator.records import models
+    from trainpool.emulator.model_registry import models
 
     def broken(*_: Any) -> Any:
         raise RuntimeError("secret internal detail")

@@ -160,7 +160,7 @@ GCLOUD_COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "gcloud artifacts repositories create / list / describe / delete",
         "recorded per project",
-        "tests/test_emulator_api_artifact_registry.py",
+        "tests/test_emulator_artifact_registry_artifact_registry.py",
     ),
     (
         "gcloud storage cp / ls / cat / rm",

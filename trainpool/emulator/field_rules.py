@@ -200,12 +200,12 @@ _RULES = {
         APPLIED,
         "registered in the Model Registry when the pipeline succeeds, as given, its "
         "version_aliases checked at create by Vertex's rule and 'default' added "
-        "(records/models.py); nothing is served",
+        "(model_registry/models.py); nothing is served",
     ),
     "training_pipeline.model_id": Rule(
         APPLIED,
         "the registered model's id; checked at create by Vertex's rule: up to 63 of "
-        "[a-z0-9_-], the first not a digit or '-' (records/models.py)",
+        "[a-z0-9_-], the first not a digit or '-' (model_registry/models.py)",
     ),
     "training_pipeline.input_data_config": Rule(
         REFUSED,
@@ -214,7 +214,7 @@ _RULES = {
     ),
     "training_pipeline.parent_model": Rule(
         APPLIED,
-        "the model is uploaded as the next version of that Model (records/models.py)",
+        "the model is uploaded as the next version of that Model (model_registry/models.py)",
     ),
     "training_pipeline.encryption_spec": Rule(LOGGED, "nothing is encrypted with the key locally"),
     # PipelineJob

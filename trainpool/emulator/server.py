@@ -23,16 +23,11 @@ import grpc
 from google.cloud.aiplatform_v1.types import custom_job as cj
 
 from trainpool.emulator import listen, private_root, root_lock
-from trainpool.emulator.api import (
-    artifact_registry,
-    model_service,
-    operations_service,
-    resource_manager,
-    service_usage,
-)
+from trainpool.emulator.api import operations_service, resource_manager, service_usage
 from trainpool.emulator.api.rpc import Service, close_log, open_log
 from trainpool.emulator.api.unserved import Unserved
 from trainpool.emulator.api.versions import BetaHandler, Twins
+from trainpool.emulator.artifact_registry import artifact_registry
 from trainpool.emulator.builds import cloud_build
 from trainpool.emulator.clock import Clock
 from trainpool.emulator.cloud_logging import logging_service
@@ -46,6 +41,7 @@ from trainpool.emulator.jobs.manager import JobManager, start_job_manager
 from trainpool.emulator.jobs.quota import default_limit, parse_limit
 from trainpool.emulator.metadata import metadata_service
 from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.model_registry import model_service
 from trainpool.emulator.persistent import persistent_resource_service
 from trainpool.emulator.persistent.resources import Lives
 from trainpool.emulator.pipeline_jobs import pipeline_service

@@ -5,8 +5,8 @@ bases made available to its engine) and ``Local.Engine`` (its container engine, 
 
 ``docker push`` under ``trainpool exec`` (:mod:`trainpool.redirect.docker`) calls
 :func:`record_push`; the server is :mod:`trainpool.emulator.jobs.local_service`, which
-records the image with :func:`trainpool.emulator.records.repositories.record_push`. Kept out
-of the package's ``__init__`` so the components image, which imports that, does not carry it.
+records the image in the emulator's Artifact Registry. Kept out of the package's
+``__init__`` so the components image, which imports that, does not carry it.
 """
 
 from __future__ import annotations

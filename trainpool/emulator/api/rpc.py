@@ -5,7 +5,7 @@ raising: :class:`RpcError` (any status), :class:`trainpool.errors.InputError` (b
 INVALID_ARGUMENT with its problems, one per line), or a lookup's ``KeyError`` is left to
 the method to turn into :func:`not_found` with the resource's own words. What this machine
 cannot hold answers RESOURCE_EXHAUSTED, as Vertex answers a request beyond a quota (429):
-a job beyond the replica quota (:class:`trainpool.emulator.jobs.quota.QuotaExceeded`) and a
+a job beyond the replica quota (:class:`QuotaExceeded`, which the job engine raises) and a
 full disk (:func:`trainpool.emulator.records.database.is_disk_full`), naming it.
 
 Before a method sees a request, :func:`trainpool.emulator.api.proto_checks.check_request`
@@ -29,11 +29,17 @@ from google.protobuf.message import Message
 
 from trainpool.emulator.api import read_masks
 from trainpool.emulator.api.proto_checks import check_request
-from trainpool.emulator.jobs.quota import QuotaExceeded
 from trainpool.emulator.records.database import is_disk_full
 from trainpool.errors import InputError
 
 LOG = logging.getLogger("trainpool.emulator.rpc")  # its own: open_log stops it propagating
+
+
+class QuotaExceeded(Exception):
+    """A request beyond what this emulator's quota could ever hold (a job needing more
+    replicas than the whole replica quota): answered RESOURCE_EXHAUSTED. Raised by the job
+    engine; defined here, with the errors every service shares, so the table that answers
+    it knows no service."""
 
 
 class RpcError(Exception):

@@ -34,11 +34,15 @@ from typing import Any
 from google.cloud.devtools.cloudbuild_v1.types import cloudbuild as cb
 
 from trainpool.cluster_env.gcs import to_path
+from trainpool.emulator.artifact_registry.repositories import (
+    push_problem,
+    read_image_name,
+    record_push,
+)
 from trainpool.emulator.builds import engine_builds
 from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.records.database import DiskFull, is_disk_full
 from trainpool.emulator.records.kinds import BUILDS
-from trainpool.emulator.records.repositories import push_problem, read_image_name, record_push
 from trainpool.emulator.state import EmulatorState
 from trainpool.images import archives, context, image_store
 
@@ -207,7 +211,7 @@ class BuildRunner:
         (as on Cloud Build): no job can then run from its image names. An Artifact Registry
         image whose repository was not created is pushed all the same, the log saying that
         on Google Cloud the push fails
-        (:func:`trainpool.emulator.records.repositories.push_problem`).
+        (:func:`trainpool.emulator.artifact_registry.repositories.push_problem`).
         """
         with self._lock:
             current = self.records.require(BUILDS, build.name)

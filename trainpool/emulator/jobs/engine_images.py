@@ -12,10 +12,10 @@ One rule for everything that names an image: a job's pool (``containerSpec.image
    where the network allows: Docker Hub's ``python:3.11-slim``, NVIDIA's, Google's public
    images (Vertex's prebuilt training images, the Deep Learning Containers). Never a name of
    the registries the emulator serves (``LOCATION-docker.pkg.dev/PROJECT/...``, ``gcr.io/
-   PROJECT/...``, :func:`trainpool.emulator.records.repositories.read_image_name`) other than
-   Google's public images: the emulator's Artifact Registry is the engine, so an image nobody
-   pushed there is not pulled from Google's (with the emulator's token, by gcloud's
-   credential helper);
+   PROJECT/...``, :func:`trainpool.emulator.artifact_registry.repositories.read_image_name`)
+   other than Google's public images: the emulator's Artifact Registry is the engine, so an
+   image nobody pushed there is not pulled from Google's (with the emulator's token, by
+   gcloud's credential helper);
 3. else, for a base with an offline stand-in (:func:`has_stand_in`: ``python:3.X-slim``,
    :mod:`.debian_bases`; Vertex's prebuilt images and the TensorFlow and PyTorch Deep
    Learning Containers, :mod:`.prebuilt_bases`), the stand-in is made (once) and tagged with
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import io
 
+from trainpool.emulator.artifact_registry.repositories import read_image_name
 from trainpool.emulator.jobs.containers import ContainerEngine
-from trainpool.emulator.records.repositories import read_image_name
 from trainpool.emulator.stand_ins import debian_bases, prebuilt_bases
 
 

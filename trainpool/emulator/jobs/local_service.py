@@ -9,17 +9,17 @@ the emulator itself, never from its own ``TRAINPOOL_HOME``
 
 ``Push({"image", "id", "size", "created"}) -> DockerImage`` (JSON both ways): record that
 the container engine's image ``id`` was pushed as ``image`` to Artifact Registry
-(:func:`trainpool.emulator.records.repositories.record_push`); what ``docker push`` under
+(:func:`trainpool.emulator.artifact_registry.repositories.record_push`); what ``docker push`` under
 ``trainpool exec`` calls (:mod:`trainpool.redirect.docker`, client
 :func:`trainpool.emulator_client.registry.record_push`). A push Artifact Registry refuses answers
 FAILED_PRECONDITION with its words.
 
 ``Pull({"image"}) -> {"id"}`` (JSON): the engine image id a ``docker push`` recorded for
 ``image`` (by tag, no tag ``latest``, or by digest) in the emulator's Artifact Registry
-(:func:`trainpool.emulator.records.repositories.pushed`); NOT_FOUND, in the registry's words,
-when it was never pushed: what ``docker pull`` under ``trainpool exec`` asks, so a pull
-answers what a pull from Artifact Registry answers, never just what the engine happens to
-have (client :func:`trainpool.emulator_client.registry.pushed_image`).
+(:func:`trainpool.emulator.artifact_registry.repositories.pushed`); NOT_FOUND, in the
+registry's words, when it was never pushed: what ``docker pull`` under ``trainpool exec``
+asks, so a pull answers what a pull from Artifact Registry answers, never just what the
+engine happens to have (client :func:`trainpool.emulator_client.registry.pushed_image`).
 
 ``Bases({"dockerfile", "build_args"}) -> {"said"}`` (JSON): make the bases a Dockerfile
 starts ``FROM`` available to the container engine before a ``docker build`` under
@@ -52,6 +52,7 @@ from typing import Any
 import grpc
 from google.cloud.artifactregistry_v1.types import artifact
 
+from trainpool.emulator.artifact_registry.repositories import PushRefused, pushed, record_push
 from trainpool.emulator.builds.engine_builds import (
     BaseUnavailable,
     BuildDiskFull,
@@ -61,7 +62,6 @@ from trainpool.emulator.builds.engine_builds import (
 )
 from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.jobs.manager import JobManager
-from trainpool.emulator.records.repositories import PushRefused, pushed, record_push
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator_client import DESCRIBE_METHOD
 from trainpool.emulator_client.registry import (

@@ -22,6 +22,7 @@ from google.cloud.aiplatform_v1.types import study as study_types
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from google.rpc import status_pb2
 
+from trainpool.emulator.artifact_registry.repositories import unpushed
 from trainpool.emulator.jobs import containers, processes
 from trainpool.emulator.jobs.containers import ContainerEngine
 from trainpool.emulator.jobs.controls import Controls
@@ -35,7 +36,6 @@ from trainpool.emulator.jobs.quota import Quota, default_limit, replica_slots
 from trainpool.emulator.jobs.runners import HOST_PROCESSES, ReplicaRunner
 from trainpool.emulator.records.database import is_disk_full, keep_id
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind, kind_of
-from trainpool.emulator.records.repositories import unpushed
 from trainpool.emulator.state import EmulatorState
 from trainpool.home import JobFiles
 from trainpool.spec.normalize import job_spec_rest

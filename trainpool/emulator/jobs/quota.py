@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainpool.cluster_env import layout
+from trainpool.emulator.api.rpc import QuotaExceeded
 
 LIMIT_ENV = "TRAINPOOL_EMULATOR_MAX_REPLICAS"
 FLOOR = 8
@@ -71,10 +72,6 @@ def replica_slots(spec: dict[str, Any]) -> int:
         for pool, _ in layout.replicas(spec)
         if not (pool == 2 and layout.is_reduction_server(pools[pool]))
     )
-
-
-class QuotaExceeded(Exception):
-    """A job needs more replicas than the whole quota: it could never start."""
 
 
 @dataclass(order=True)

@@ -14,7 +14,7 @@ Here a created pipeline runs one backing CustomJob (a real JobService record, na
 follows that job's: PENDING until it runs, RUNNING, then SUCCEEDED / FAILED (the job's
 error) / CANCELLED. With ``modelToUpload``, a succeeded pipeline uploads the model, whose
 ``artifactUri`` is ``<baseOutputDirectory>/model`` (the job's ``AIP_MODEL_DIR``), to the
-Model Registry (:mod:`trainpool.emulator.records.models`).
+Model Registry (:mod:`trainpool.emulator.model_registry.models`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from google.protobuf import json_format, struct_pb2
 
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.manager import TERMINAL, JobManager
-from trainpool.emulator.records import models
+from trainpool.emulator.model_registry import models
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TRAINING_PIPELINES, parent_of
 from trainpool.errors import InputError
 from trainpool.spec import normalize_spec

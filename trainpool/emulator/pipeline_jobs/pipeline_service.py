@@ -37,10 +37,10 @@ from trainpool.emulator.api.rpc import (
 )
 from trainpool.emulator.jobs import training_pipelines
 from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.model_registry import models
 from trainpool.emulator.persistent.resources import Lives
 from trainpool.emulator.pipeline_jobs import jobs
 from trainpool.emulator.pipeline_jobs.runs import TERMINAL, PipelineJobRunner
-from trainpool.emulator.records import models
 from trainpool.emulator.records.kinds import MODELS, PIPELINE_JOBS, TRAINING_PIPELINES
 from trainpool.emulator.records.resources import AlreadyExists
 from trainpool.emulator.state import EmulatorState

@@ -113,7 +113,7 @@ MODEL_VERSIONS = Kind(
 )
 """One version of a Model (``models/ID@N``, its parent ``models/ID``): ListModelVersionsRequest
 orders by ``create_time`` and ``update_time`` and filters on ``labels``
-(:mod:`trainpool.emulator.records.models`)."""
+(:mod:`trainpool.emulator.model_registry.models`)."""
 SCHEDULES = Kind("schedules", sc.Schedule, "Schedule", sc.Schedule.State)
 BUILDS = Kind("builds", cb.Build, "Build", cb.Build.Status, state_field="status")
 PERSISTENT_RESOURCES = Kind(

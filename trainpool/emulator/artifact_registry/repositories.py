@@ -1,10 +1,10 @@
 """Artifact Registry repositories and the Docker images pushed to them, as records, and what a
 push would meet on Google Cloud.
 
-The service (:mod:`trainpool.emulator.api.artifact_registry`) keeps repositories here; the
-local Cloud Build (:mod:`trainpool.emulator.builds.build_runs`) asks :func:`push_problem`
-before it pushes an image, so a build that pushes to a repository never created says that
-Google Cloud would refuse it. A ``docker push`` under ``trainpool exec``
+The service (:mod:`trainpool.emulator.artifact_registry.artifact_registry`) keeps
+repositories here; the local Cloud Build (:mod:`trainpool.emulator.builds.build_runs`) asks
+:func:`push_problem` before it pushes an image, so a build that pushes to a repository never
+created says that Google Cloud would refuse it. A ``docker push`` under ``trainpool exec``
 (:mod:`trainpool.redirect.docker`) and a build on the container engine record the image
 with :func:`record_push`: the engine keeps the image itself, the record is what Artifact
 Registry answers about it (``gcloud artifacts docker images list``).

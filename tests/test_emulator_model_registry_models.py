@@ -1,7 +1,7 @@
 """A user-chosen model id follows Vertex's rule (``UploadModelRequest.model_id``,
 model_service.proto: "This value may be up to 63 characters, and valid characters are
 `[a-z0-9_-]`. The first character cannot be a number or hyphen."), checked by
-``records/models.py`` for UploadModel and for a TrainingPipeline's ``model_id`` alike; the
+``model_registry/models.py`` for UploadModel and for a TrainingPipeline's ``model_id`` alike; the
 SDK's ``aiplatform.Model.upload(model_id=...)`` over gRPC and REST."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from google.cloud import aiplatform, storage
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainpool.emulator.records import models
+from trainpool.emulator.model_registry import models
 from trainpool.errors import InputError
 from trainpool.testing import emulated_vertex
 

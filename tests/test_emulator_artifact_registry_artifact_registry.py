@@ -35,8 +35,12 @@ from google.cloud.artifactregistry_v1.services.artifact_registry.transports impo
 from google.protobuf import empty_pb2, field_mask_pb2
 
 import trainpool.emulator as emulator
+from trainpool.emulator.artifact_registry.repositories import (
+    push_problem,
+    read_image_name,
+    repository_of,
+)
 from trainpool.emulator.jobs import containers
-from trainpool.emulator.records.repositories import push_problem, read_image_name, repository_of
 from trainpool.emulator_client.registry import record_push
 from trainpool.redirect import docker as docker_shim
 

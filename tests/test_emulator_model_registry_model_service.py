@@ -2,7 +2,7 @@
 v1 and v1beta1, with the SDK's ``Model.upload(parent_model=...)`` and ``ModelRegistry`` as
 Google's notebooks call them.
 
-The rules and their sources are in trainpool/emulator/records/models.py (model.proto,
+The rules and their sources are in trainpool/emulator/model_registry/models.py (model.proto,
 model_service.proto, https://cloud.google.com/vertex-ai/docs/model-registry/model-alias).
 """
 
@@ -397,7 +397,7 @@ def test_an_older_stores_model_reads_as_version_1(tmp_path: Path) -> None:
     """A Model stored before versions (one row, no version rows) is version 1 of itself."""
     from google.cloud.aiplatform_v1.types import model as model_types
 
-    from trainpool.emulator.records import models
+    from trainpool.emulator.model_registry import models
     from trainpool.emulator.records.database import Database
     from trainpool.emulator.records.kinds import MODELS
     from trainpool.emulator.records.resources import Records

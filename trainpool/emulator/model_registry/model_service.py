@@ -5,7 +5,7 @@ UploadModel (a new Model, or with ``parent_model`` a new version of one), GetMod
 MergeVersionAliases, UpdateModel, DeleteModelVersion and DeleteModel, enough for the SDK's
 ``aiplatform.Model.upload(parent_model=..., version_aliases=...)``, ``aiplatform.models.
 ModelRegistry`` and the training-job classes (a TrainingPipeline with ``modelToUpload``).
-The rules and their sources are in :mod:`trainpool.emulator.records.models`. Nothing is
+The rules and their sources are in :mod:`trainpool.emulator.model_registry.models`. Nothing is
 served: a Model is a record whose ``artifactUri`` names files in the local store.
 """
 
@@ -20,7 +20,7 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service
-from trainpool.emulator.records import models
+from trainpool.emulator.model_registry import models
 from trainpool.emulator.records.kinds import MODELS
 from trainpool.emulator.state import EmulatorState
 
@@ -51,7 +51,7 @@ def check_model_name(name: str, field: str = "name") -> None:
 
 class ModelService:
     """The methods of ModelService over the emulator's records
-    (:mod:`trainpool.emulator.records.models`)."""
+    (:mod:`trainpool.emulator.model_registry.models`)."""
 
     def __init__(self, state: EmulatorState) -> None:
         self.state = state

@@ -11,7 +11,7 @@ restarted emulator keeps them. GetDockerImage, ListDockerImages (``gcloud artifa
 images list LOCATION-docker.pkg.dev/PROJECT/REPO``) and ListVersions (``... REPO/IMAGE``,
 :func:`package_versions`) answer the images pushed there: a ``docker
 push`` under ``trainpool exec`` (:mod:`trainpool.redirect.docker`) or a Cloud Build on the
-container engine records one (:func:`trainpool.emulator.records.repositories.record_push`;
+container engine records one (:func:`trainpool.emulator.artifact_registry.repositories.record_push`;
 the image itself stays in the engine, which is this machine's registry). A build without an
 engine still puts its image in the local image store
 (:mod:`trainpool.emulator.builds.build_runs`), whose log says when a push names a repository
@@ -59,15 +59,15 @@ from google.protobuf import empty_pb2
 
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, already_exists, not_found, service
-from trainpool.emulator.records.kinds import Kind
-from trainpool.emulator.records.operations import pack
-from trainpool.emulator.records.repositories import (
+from trainpool.emulator.artifact_registry.repositories import (
     DOCKER_IMAGES,
     GCR_HOSTS,
     REPOSITORIES,
     all_images,
     package_of,
 )
+from trainpool.emulator.records.kinds import Kind
+from trainpool.emulator.records.operations import pack
 from trainpool.emulator.records.resources import AlreadyExists, Records
 from trainpool.emulator.standard_methods import Resource, Store, methods
 from trainpool.emulator.state import EmulatorState

@@ -1,0 +1,1 @@
+"""Artifact Registry: its service, repositories and the Docker images pushed to them."""

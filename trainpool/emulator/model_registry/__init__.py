@@ -1,0 +1,1 @@
+"""The Model Registry: ModelService and its records, versions, aliases and the model id rule."""
