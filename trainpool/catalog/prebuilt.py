@@ -7,8 +7,8 @@ containers for custom training" page (``verified=true``; the ``us-``, ``europe-`
 each with its source. ``data/prebuilt_packages.csv`` lists the versions of the packages
 an image ships where the page says ("Included dependencies"), and (``verified=false``,
 the source saying how) the versions of the image's time of what the page names no version
-for: protobuf, and for the scikit-learn 1.6 and XGBoost 2.1 images, whose list gives only
-the framework's five, every other distribution their stand-ins hold
+for: protobuf, and for the scikit-learn 1.6, XGBoost 2.1 and PyTorch 2.4 images, of whose
+list it holds only a few, every other distribution their stand-ins hold
 (``scripts/prebuilt_time_pins.py``).
 
 The page: "Using image names without the ``latest`` tag isn't supported. You must use an

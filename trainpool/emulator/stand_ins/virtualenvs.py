@@ -27,13 +27,13 @@ package index and kept in ``Home.environments``:
   the pins above, so at versions of the image's time where the pins bound them
   (google-cloud-bigquery 1.25.0 holds google-api-core below 2), and ``protobuf`` itself
   pinned where the catalog names a version (its row says where it comes from). Where the
-  page lists only the framework's five (scikit-learn 1.6, XGBoost 2.1), the catalog holds
-  every other distribution at the newest version published before the image's day (the
-  day of the newest release the page lists, scipy 1.15.2's: protobuf 5.29.3,
-  google-cloud-storage 3.0.0; ``scripts/prebuilt_time_pins.py``), and those are pinned
-  too; the job log says which versions are the page's and which are inferred. Every
-  distribution the environment holds is recorded with its version (``environment.json``,
-  ``held``);
+  catalog holds only a few of the page's versions (scikit-learn 1.6, XGBoost 2.1: the
+  framework's five; PyTorch 2.4: pandas and scikit-learn), it holds every other
+  distribution at the newest version published before the image's day (the day of the
+  newest release the page lists: scipy 1.15.2's, scikit-learn 1.6.1's; protobuf 5.29.3;
+  ``scripts/prebuilt_time_pins.py``), and those are pinned too; the job log says which
+  versions are the page's and which are inferred. Every distribution the environment
+  holds is recorded with its version (``environment.json``, ``held``);
 - nothing of the emulator's own packages (trainpool, kfp, ...): a container does not
   have them. The virtualenv's Python is this machine's, not the image's; the job log says
   which versions were asked and which installed.
@@ -76,8 +76,8 @@ RECIPE = 4
 """The version of what an environment holds; a built one of another version is built again
 (2: the packages borrowed from the nearest documented version, Ray Data; 3: every package
 the page lists for the image pinned, protobuf included, and every distribution recorded;
-4: the scikit-learn 1.6 and XGBoost 2.1 images' other distributions at their time's
-versions, not the newest)."""
+4: the scikit-learn 1.6, XGBoost 2.1 and PyTorch 2.4 images' other distributions at their
+time's versions, not the newest)."""
 EXTRAS = {"ray": "data"}
 """The framework's extras its images hold (see the module)."""
 BUILD_TOOLS = ("wheel",)
