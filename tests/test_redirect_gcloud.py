@@ -10,6 +10,7 @@ and an API the emulator does not serve, which fails at once naming it.
 
 from __future__ import annotations
 
+import configparser
 import json
 import time
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from fixtures.shell import gcloud, needs_gcloud, ok
 
 import trainpool.emulator as emulator
 from trainpool.images import image_store
+from trainpool.redirect import gcloud as redirect_gcloud
 
 pytestmark = [pytest.mark.timeout(300), needs_gcloud]
 REGION = "--region=us-central1"
@@ -306,3 +308,38 @@ def test_an_api_the_emulator_does_not_serve_fails_at_once_naming_it(
 def test_the_token_gcloud_prints_is_the_doors_secret(emu: emulator.Emulator) -> None:
     printed = ok(gcloud(emu, "auth", "print-access-token")).strip()
     assert printed == (emu.root / "storage.token").read_text().strip()
+
+
+def test_a_configuration_keeps_what_was_set_and_a_new_one_is_the_same_text(
+    tmp_path: Path,
+) -> None:
+    # every replica gets a configuration of its own: a new one is written from the text made
+    # once per door, which must be what the merge of an existing one gives (its properties
+    # kept, the overrides pointed at the door given now)
+    ca = tmp_path / "ca.pem"
+    fresh = redirect_gcloud.configure(tmp_path / "a", "http://127.0.0.1:1", ca)
+    merged = tmp_path / "b" / "configurations"
+    merged.mkdir(parents=True)
+    (merged / "config_default").write_text("")
+    redirect_gcloud.configure(tmp_path / "b", "http://127.0.0.1:1", ca)
+    text = (fresh / "configurations" / "config_default").read_text()
+    assert (merged / "config_default").read_text() == text
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(text)
+    apis = redirect_gcloud.apis()
+    assert len(parser["api_endpoint_overrides"]) == len(apis) > 100
+    assert parser["api_endpoint_overrides"]["ai"] == (
+        "http://127.0.0.1:1/aiplatform.googleapis.com/"
+    )
+    assert parser["core"]["custom_ca_certs_file"] == str(ca)
+    # `gcloud config set ai/region ...` in a replica, then a restart on another door
+    with (fresh / "configurations" / "config_default").open("a") as handle:
+        handle.write("[ai]\nregion = europe-west4\n")
+    redirect_gcloud.configure(fresh, "http://127.0.0.1:2", ca)
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read(fresh / "configurations" / "config_default")
+    assert parser["ai"]["region"] == "europe-west4"
+    assert parser["api_endpoint_overrides"]["ai"].startswith("http://127.0.0.1:2/")
+    assert (fresh / "active_config").read_text() == "default"

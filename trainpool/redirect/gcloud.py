@@ -24,6 +24,7 @@ import csv
 import io
 import os
 import threading
+from functools import cache, lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -39,35 +40,43 @@ QUIET = {
 }
 
 
+@cache
+def _apis() -> tuple[tuple[str, str], ...]:
+    text = "".join(line for line in DATA.read_text().splitlines(True) if not line.startswith("#"))
+    return tuple(
+        (row["property"], ALIASES.get(row["property"], row["base_url"]))
+        for row in csv.DictReader(io.StringIO(text))
+    )
+
+
 def apis() -> dict[str, str]:
     """gcloud's API names (override properties) -> base URL."""
-    text = "".join(line for line in DATA.read_text().splitlines(True) if not line.startswith("#"))
-    return {
-        row["property"]: ALIASES.get(row["property"], row["base_url"])
-        for row in csv.DictReader(io.StringIO(text))
-    }
+    return dict(_apis())
+
+
+@lru_cache(maxsize=16)
+def _overrides(rest_address: str) -> tuple[tuple[str, str], ...]:
+    found = []
+    for name, base in _apis():
+        url = urlsplit(base)
+        found.append((name, f"{rest_address.rstrip('/')}/{url.netloc}{url.path or '/'}"))
+    return tuple(found)
 
 
 def overrides(rest_address: str) -> dict[str, str]:
-    """Every API's override: the REST door, the API's host, its base path."""
-    found = {}
-    for name, base in apis().items():
-        url = urlsplit(base)
-        found[name] = f"{rest_address.rstrip('/')}/{url.netloc}{url.path or '/'}"
-    return found
+    """Every API's override: the REST door, the API's host, its base path (made once per
+    door: every replica's configuration is written with them)."""
+    return dict(_overrides(rest_address))
 
 
-def configure(config_dir: Path, rest_address: str, ca_bundle: Path | None = None) -> Path:
-    """Write the store's gcloud configuration (its overrides and quiet settings, and the
-    CA bundle that trusts the emulator's HTTPS proxy; any other property already set there
-    kept); returns ``config_dir``."""
-    config_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    (config_dir / "configurations").mkdir(mode=0o700, exist_ok=True)
-    path = config_dir / "configurations" / f"config_{CONFIGURATION}"
-    parser = configparser.ConfigParser(interpolation=None)
+@lru_cache(maxsize=16)
+def _fresh_text(rest_address: str, ca_bundle: Path | None) -> str:
+    """A new configuration's text: :func:`configure`'s for a folder that has none yet."""
+    return _render(configparser.ConfigParser(interpolation=None), rest_address, ca_bundle)
+
+
+def _render(parser: configparser.ConfigParser, rest_address: str, ca_bundle: Path | None) -> str:
     parser.optionxform = str  # type: ignore[assignment,method-assign]
-    if path.is_file():
-        parser.read(path, encoding="utf-8")
     core = {**QUIET["core"]}
     if ca_bundle is not None:
         core["custom_ca_certs_file"] = str(ca_bundle)
@@ -79,7 +88,24 @@ def configure(config_dir: Path, rest_address: str, ca_bundle: Path | None = None
             parser.set(section, key, value)
     buffer = io.StringIO()
     parser.write(buffer)
-    _write_private(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+def configure(config_dir: Path, rest_address: str, ca_bundle: Path | None = None) -> Path:
+    """Write the store's gcloud configuration (its overrides and quiet settings, and the
+    CA bundle that trusts the emulator's HTTPS proxy; any other property already set there
+    kept); returns ``config_dir``."""
+    config_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (config_dir / "configurations").mkdir(mode=0o700, exist_ok=True)
+    path = config_dir / "configurations" / f"config_{CONFIGURATION}"
+    if path.is_file():  # the properties set there kept
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.optionxform = str  # type: ignore[assignment,method-assign]
+        parser.read(path, encoding="utf-8")
+        text = _render(parser, rest_address, ca_bundle)
+    else:  # a replica's first start: the same text for every one
+        text = _fresh_text(rest_address, ca_bundle)
+    _write_private(path, text)
     _write_private(config_dir / "active_config", CONFIGURATION)
     return config_dir
 
