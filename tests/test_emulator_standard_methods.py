@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from google.cloud.aiplatform_v1.types import artifact as artifact_types
 from google.cloud.aiplatform_v1.types import metadata_service as ms
 from google.longrunning import operations_pb2
@@ -137,3 +138,26 @@ def test_delete_answers_empty_or_a_done_operation() -> None:
     with_operation = declared(recorder, operations=("Delete",))["DeleteArtifact"][0]
     assert with_operation(ms.DeleteArtifactRequest(name=NAME)).done
     assert recorder.calls[-1] == ("operation", NAME, True)
+
+
+def test_operations_may_be_made_by_one_maker_per_verb() -> None:
+    recorder = Recorder()
+    resource = Resource(
+        ARTIFACTS,
+        recorder,
+        recorder.check("parent"),
+        recorder.check("name"),
+        operations=("Create", "Delete"),
+    )
+
+    def maker(verb: str) -> Any:
+        return lambda name, response: operations_pb2.Operation(name=f"{name}/operations/{verb}")
+
+    table = methods(ms, {"Create": maker("create"), "Delete": maker("delete")}, resource)
+    created = table["CreateArtifact"][0](ms.CreateArtifactRequest(parent=STORE, artifact_id="a1"))
+    assert created.name == f"{NAME}/operations/create"
+    deleted = table["DeleteArtifact"][0](ms.DeleteArtifactRequest(name=NAME))
+    assert deleted.name == f"{NAME}/operations/delete"
+    assert table["UpdateArtifact"][2] is artifact_types.Artifact
+    with pytest.raises(KeyError):
+        methods(ms, {"Create": maker("create")}, resource)

@@ -34,7 +34,7 @@ name, ``field`` its snake_case (``TensorboardTimeSeries``, ``tensorboard_time_se
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
@@ -48,7 +48,8 @@ VERBS = ("Create", "Get", "List", "Update", "Delete")
 Check = Callable[[str, str], None]
 """A name's check: ``(value, field)``, raising ``InputError`` naming ``field``."""
 Operation = Callable[[str, Any], Any]
-"""``(resource name, response or None) -> a done Operation`` kept for polling."""
+"""``(resource name, response or None) -> an Operation`` kept for polling: done at once, or
+(PersistentResources) once the resource gets where the method takes it."""
 
 
 class Store(Protocol):
@@ -119,11 +120,12 @@ def snake(name: str) -> str:
 
 
 def methods(
-    types: ModuleType, operation: Operation, *resources: Resource
+    types: ModuleType, operation: Operation | Mapping[str, Operation], *resources: Resource
 ) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
     """``{method: (function, RequestType, ResponseType)}`` of every declared method of
     ``resources``; request and response types from ``types``; ``operation`` makes the
-    done Operations."""
+    Operations: one maker for every verb, or one per verb (``{"Create": ..., "Delete":
+    ...}``) where their metadata differ."""
     table: dict[str, tuple[Callable[[Any], Any], Any, Any]] = {}
     for resource in resources:
         for verb in resource.verbs:
@@ -132,9 +134,25 @@ def methods(
             if verb == "List":
                 function = list_(resource, answer)
             else:
-                function = _MAKERS[verb](resource, operation)
+                function = _MAKERS[verb](resource, _maker(operation, resource, verb))
             table[name] = (function, getattr(types, f"{name}Request"), answer)
     return table
+
+
+def _maker(
+    operation: Operation | Mapping[str, Operation], resource: Resource, verb: str
+) -> Operation:
+    """The maker of ``verb``'s Operations (a KeyError when one is declared and not given)."""
+    if not isinstance(operation, Mapping):
+        return operation
+    if verb in resource.operations:
+        return operation[verb]
+    return _unused
+
+
+def _unused(name: str, response: Any) -> Any:
+    """A verb without an Operation never calls its maker."""
+    raise AssertionError(f"{name}: this method answers no Operation")
 
 
 def _answer(types: ModuleType, resource: Resource, verb: str) -> Any:
