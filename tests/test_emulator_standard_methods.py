@@ -1,7 +1,7 @@
-"""The standard methods (AIP-131..135) as one declared resource gets them, with a store that
-records its calls: the order of the checks (parent or name, id, fields, then the store),
-what reaches the store, what each verb answers with and without an Operation, and the
-table's names and types. The services' own tests cover their stores and their words."""
+"""The standard methods (AIP-131..135) as one declared resource gets them, with records that
+write down their calls: the order of the checks (parent or name, id, fields, then the records),
+what reaches the records, what each verb answers with and without an Operation, and the
+table's names and types. The services' own tests cover their records and their words."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ NAME = f"{STORE}/artifacts/a1"
 
 
 class Recorder:
-    """A store, and the checks, that write down each call."""
+    """Records, and the checks, that write down each call."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
@@ -104,7 +104,7 @@ def test_create_with_an_operation_answers_it_with_the_resource() -> None:
     assert recorder.calls[-1] == ("operation", NAME, False)
 
 
-def test_list_gives_the_store_the_page_and_the_queries() -> None:
+def test_list_gives_the_records_the_page_and_the_queries() -> None:
     recorder = Recorder()
     listing = declared(recorder)["ListArtifacts"][0]
     request = ms.ListArtifactsRequest(
