@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trainpool.home import Home
+
 PARENT = "projects/bench/locations/us-central1"
 IMAGE = "us-docker.pkg.dev/vertex-ai/training/sklearn-cpu.1-0:latest"
 FINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
@@ -54,10 +56,10 @@ hypertune.HyperTune().report_hyperparameter_tuning_metric(
 
 
 def link(root: Path, environments: Path) -> None:
-    """``root``'s environments are ``environments``, kept across runs."""
+    """``root``'s stand-ins (``Home.stand_ins``) are ``environments``, kept across runs."""
     root.mkdir(parents=True, exist_ok=True)
     environments.mkdir(parents=True, exist_ok=True)
-    (root / "environments").symlink_to(environments, target_is_directory=True)
+    Home(root).stand_ins.symlink_to(environments, target_is_directory=True)
 
 
 def start_server(root: Path) -> tuple[subprocess.Popen[str], str]:

@@ -2,7 +2,7 @@
 
 ``vertex_emulator`` (every Google client of this process pointed at a fresh emulator) is the
 plugin users get, :mod:`trainpool.testing`; :func:`sdk_emulator` is it on a root that shares
-this session's prebuilt-image environments and holds the host-packages image, for tests that
+this session's prebuilt images' stand-ins and holds the host-packages image, for tests that
 run Google's SDK as a notebook does. :func:`emu` is an emulator with only trainpool's own
 clients (``VERTEX_AI_EMULATOR_HOST``) pointed at it, for tests of the API itself. A module
 may override either (``def emu(emu, monkeypatch)`` adds to it).
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 from fixtures.engine import ASKED, engine, loopback_registry, python_base, torch_image  # noqa: F401 - the container tests'
-from fixtures.environments import share_environments
 from fixtures.host_image import host_image
+from fixtures.stand_ins import share_stand_ins
 from fixtures.vertex import PROJECT
 
 import trainpool.emulator as emulator
@@ -43,8 +43,8 @@ def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[emulator.Em
 
 @pytest.fixture
 def sdk_emulator(tmp_path: Path) -> Iterator[emulator.Emulator]:
-    """``vertex_emulator`` on ``tmp_path/root`` (shared environments, the host image)."""
-    root = share_environments(tmp_path / "root")
+    """``vertex_emulator`` on ``tmp_path/root`` (shared stand-ins, the host image)."""
+    root = share_stand_ins(tmp_path / "root")
     host_image(root)
     with emulated_vertex(root, project=PROJECT) as running:
         yield running

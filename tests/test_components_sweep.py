@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.environments import share_environments
 from fixtures.runtime import vendored_runtime
+from fixtures.stand_ins import share_stand_ins
 from fixtures.vertex import PARENT
 from kfp import components, local
 
@@ -47,7 +47,7 @@ def trainer_spec(runtime: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def sweep_component(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with emulator.start(share_environments(tmp_path / "root")) as emu:
+    with emulator.start(share_stand_ins(tmp_path / "root")) as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         local.init(local.SubprocessRunner(use_venv=False), pipeline_root=str(tmp_path / "kfp"))
         yield components.load_component_from_file(str(SPEC))

@@ -1196,7 +1196,7 @@ def test_a_components_task_whose_dependencies_cannot_be_built_runs_in_its_sandbo
     assert result.state == "SUCCEEDED", result.error
     # this emulator's packages with its trainpool linked first, not the bound one
     folder = result.outputs["Output"].split()[0]
-    assert folder.startswith(str(root / "environments" / "trainpool-source")), folder
+    assert folder.startswith(str(root / "stand-ins" / "trainpool-source")), folder
     transcript = result.transcript.read_text()
     assert "trainpool's components image: Step 3/4 : RUN python3 -m pip install" in transcript
     assert "trainpool-no-such-package==0.0.1" in transcript

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.environments import share_environments
 from fixtures.jobs import wait_job
 from fixtures.processes import alive
 from fixtures.runtime import vendored_runtime
+from fixtures.stand_ins import share_stand_ins
 from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -280,7 +280,7 @@ def test_pytorch_ddp_example_on_three_replicas(client: Any, root: Path) -> None:
     # on a Vertex PyTorch image (its stand-in has torch), with trainpool's runtime shipped
     # beside the trainer; an executor image the emulator does not know runs in this
     # machine's clean Python, which has neither
-    share_environments(root)
+    share_stand_ins(root)
     example = Path(__file__).resolve().parents[1] / "examples" / "pytorch_ddp"
     runtime = vendored_runtime(root.parent / "runtime")
     package = {

@@ -1,4 +1,4 @@
-"""Prebuilt training images as local environments (emulator/stand_ins/virtualenvs.py).
+"""Prebuilt training images as local stand-ins (emulator/stand_ins/virtualenvs.py).
 
 What each image ships: the "Prebuilt containers for custom training" page
 (https://cloud.google.com/vertex-ai/docs/training/pre-built-containers), in the catalog.
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.environments import share_environments
 from fixtures.jobs import wait_job
+from fixtures.stand_ins import share_stand_ins
 from google.cloud.aiplatform_v1.types.job_state import JobState
 from packaging.utils import canonicalize_name
 
@@ -232,7 +232,7 @@ def test_two_jobs_at_once_build_an_environment_once(
 
 @pytest.fixture
 def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with emulator.start(share_environments(tmp_path / "root")) as emu:
+    with emulator.start(share_stand_ins(tmp_path / "root")) as emu:
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         yield job_client("us-central1")
 
@@ -296,7 +296,7 @@ def recorded_against_installed(home: Home, uri: str) -> dict[str, Any]:
     version it records checked against what its Python finds installed."""
     found = image(uri)
     virtualenvs.ensure(home, found, lambda _: None)
-    folder = home.environments / virtualenvs.key(found)
+    folder = home.stand_ins / virtualenvs.key(found)
     meta: dict[str, Any] = json.loads((folder / virtualenvs.BUILT).read_text())
     python = folder / "venv" / "bin" / "python"
     assert meta["held"] == pip_versions.held(python)
@@ -322,7 +322,7 @@ def test_a_stand_in_holds_what_it_records_and_protobuf_as_the_catalog_pins_it(
     # every package the page lists is installed at the version the build chose for it (the
     # page's, or the nearest that installs), protobuf at the catalog's, and what the
     # environment records holding is what its Python finds
-    home = Home(share_environments(tmp_path / "root"))
+    home = Home(share_stand_ins(tmp_path / "root"))
     found = image(uri)
     meta = recorded_against_installed(home, uri)
     listed = {p.package: p.version for p in included_packages(found.framework, found.version)}
@@ -396,7 +396,7 @@ def test_a_trainer_installing_mlflow_on_scikit_learn_1_0_gets_the_current_one(
     mlflow, _, protobuf = said(printed, "mlflow")
     assert mlflow == newest, printed
     assert "protos import" in printed
-    built = tmp_path / "root/environments/scikit-learn-1.0" / virtualenvs.BUILT
+    built = tmp_path / "root/stand-ins/scikit-learn-1.0" / virtualenvs.BUILT
     pinned = {p.package: p.version for p in included_packages("scikit-learn", "1.0")}
     assert json.loads(built.read_text())["held"]["protobuf"] == pinned["protobuf"] == "3.20.3"
     assert protobuf  # what pip took for the current mlflow, in the replica's own layer

@@ -1,12 +1,13 @@
-"""The standard methods (AIP-131..135) as one declared resource gets them, with a store that
-records its calls: the order of the checks (parent or name, id, fields, then the store),
-what reaches the store, what each verb answers with and without an Operation, and the
-table's names and types. The services' own tests cover their stores and their words."""
+"""The standard methods (AIP-131..135) as one declared resource gets them, with records that
+write down their calls: the order of the checks (parent or name, id, fields, then the records),
+what reaches the records, what each verb answers with and without an Operation, and the
+table's names and types. The services' own tests cover their records and their words."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from google.cloud.aiplatform_v1.types import artifact as artifact_types
 from google.cloud.aiplatform_v1.types import metadata_service as ms
 from google.longrunning import operations_pb2
@@ -20,7 +21,7 @@ NAME = f"{STORE}/artifacts/a1"
 
 
 class Recorder:
-    """A store, and the checks, that write down each call."""
+    """Records, and the checks, that write down each call."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
@@ -103,7 +104,7 @@ def test_create_with_an_operation_answers_it_with_the_resource() -> None:
     assert recorder.calls[-1] == ("operation", NAME, False)
 
 
-def test_list_gives_the_store_the_page_and_the_queries() -> None:
+def test_list_gives_the_records_the_page_and_the_queries() -> None:
     recorder = Recorder()
     listing = declared(recorder)["ListArtifacts"][0]
     request = ms.ListArtifactsRequest(
@@ -137,3 +138,26 @@ def test_delete_answers_empty_or_a_done_operation() -> None:
     with_operation = declared(recorder, operations=("Delete",))["DeleteArtifact"][0]
     assert with_operation(ms.DeleteArtifactRequest(name=NAME)).done
     assert recorder.calls[-1] == ("operation", NAME, True)
+
+
+def test_operations_may_be_made_by_one_maker_per_verb() -> None:
+    recorder = Recorder()
+    resource = Resource(
+        ARTIFACTS,
+        recorder,
+        recorder.check("parent"),
+        recorder.check("name"),
+        operations=("Create", "Delete"),
+    )
+
+    def maker(verb: str) -> Any:
+        return lambda name, response: operations_pb2.Operation(name=f"{name}/operations/{verb}")
+
+    table = methods(ms, {"Create": maker("create"), "Delete": maker("delete")}, resource)
+    created = table["CreateArtifact"][0](ms.CreateArtifactRequest(parent=STORE, artifact_id="a1"))
+    assert created.name == f"{NAME}/operations/create"
+    deleted = table["DeleteArtifact"][0](ms.DeleteArtifactRequest(name=NAME))
+    assert deleted.name == f"{NAME}/operations/delete"
+    assert table["UpdateArtifact"][2] is artifact_types.Artifact
+    with pytest.raises(KeyError):
+        methods(ms, {"Create": maker("create")}, resource)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.environments import share_environments
 from fixtures.host_image import HOST_IMAGE, host_image
 from fixtures.jobs import wait_job
+from fixtures.stand_ins import share_stand_ins
 from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
@@ -32,7 +32,7 @@ MACHINE = {"machine_type": "n1-standard-4"}
 
 @pytest.fixture
 def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with emulator.start(share_environments(tmp_path / "root")) as emu:
+    with emulator.start(share_stand_ins(tmp_path / "root")) as emu:
         host_image(emu.root)
         monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", emu.address)
         yield job_client("us-central1")

@@ -13,8 +13,8 @@ that reads or writes there (the emulator, the local run, the image store, the CL
     <root>/gcs/BUCKET/OBJECT        local Cloud Storage (``cluster_env.gcs.to_path``)
     <root>/storage-uploads/         the Cloud Storage door's uploads in progress
     <root>/images/                  the local image store (``images.image_store``)
-    <root>/environments/            prebuilt training images as virtualenvs (emulator), and
-                                    pipeline tasks' Pythons and packages
+    <root>/stand-ins/               prebuilt training images' stand-ins: virtualenvs (emulator),
+                                    and pipeline tasks' Pythons and packages
     <root>/pipeline-cache/          pipeline tasks' execution cache (``kfp_local.cache``)
     <root>/jobs/<job id>/           a job's files (:class:`JobFiles`)
     <root>/pipelines/<job id>/      a PipelineJob's spec, run log and its run's files (run/)
@@ -193,10 +193,11 @@ class Home:
         return self.root / "images"
 
     @property
-    def environments(self) -> Path:
-        """Vertex's prebuilt training images as local virtualenvs, one per framework and
-        version (``trainpool.emulator.stand_ins.virtualenvs``)."""
-        return self.root / "environments"
+    def stand_ins(self) -> Path:
+        """The stand-ins of Vertex's prebuilt training images: local virtualenvs, one per
+        framework and version (``trainpool.emulator.stand_ins.virtualenvs``), their shared
+        bases, and pipeline tasks' Pythons and packages."""
+        return self.root / "stand-ins"
 
     @property
     def local_runs(self) -> Path:

@@ -4,7 +4,7 @@ Get (https://google.aip.dev/131), List (https://google.aip.dev/132), Create
 (https://google.aip.dev/133), Update (https://google.aip.dev/134) and Delete
 (https://google.aip.dev/135) read the same request fields and answer the same way for
 every resource: a service declares each of its resources as a :class:`Resource` (its
-kind, its store, the checks of its parent's name, its own name and its fields, which
+kind, its records, the checks of its parent's name, its own name and its fields, which
 methods it has and which of them answer a long-running Operation) and takes the methods
 from :func:`methods`, ready for :func:`trainpool.emulator.api.rpc.service`.
 
@@ -13,17 +13,17 @@ words and its own rules):
 
 - ``Create<Noun>``: the parent's name (field ``parent``); the id (``<field>_id``) when
   the declaration checks ids itself; the resource's fields (``creating=True``); then
-  :meth:`Store.create`. With ``"Create"`` in ``operations`` it answers a done Operation
+  :meth:`ResourceRecords.create`. With ``"Create"`` in ``operations`` it answers a done Operation
   whose response is the created resource.
-- ``Get<Noun>``: the name (field ``name``), then :meth:`Store.require` (NOT_FOUND).
-- ``List<Plural>``: the parent's name, then :meth:`Store.page` with ``page_size``,
+- ``Get<Noun>``: the name (field ``name``), then :meth:`ResourceRecords.require` (NOT_FOUND).
+- ``List<Plural>``: the parent's name, then :meth:`ResourceRecords.page` with ``page_size``,
   ``page_token`` and the request fields of ``queries`` (``filter``, ``order_by``); the
   response holds them as ``<plural field>`` and ``next_page_token``. A ``read_mask`` is
   applied by :meth:`trainpool.emulator.api.rpc.Service.call` for every door.
 - ``Update<Noun>``: the resource's name (field ``<field>.name``), its fields
-  (``creating=False``), then :meth:`Store.update`, which reads the request's
-  ``update_mask`` by the store's rules (its updatable fields).
-- ``Delete<Noun>``: the name, then :meth:`Store.delete`; a done Operation (response
+  (``creating=False``), then :meth:`ResourceRecords.update`, which reads the request's
+  ``update_mask`` by the records' rules (their updatable fields).
+- ``Delete<Noun>``: the name, then :meth:`ResourceRecords.delete`; a done Operation (response
   ``Empty``) with ``"Delete"`` in ``operations``, else ``Empty``.
 
 Request and response types are found by name in the service's types module
@@ -34,7 +34,7 @@ name, ``field`` its snake_case (``TensorboardTimeSeries``, ``tensorboard_time_se
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
@@ -48,14 +48,16 @@ VERBS = ("Create", "Get", "List", "Update", "Delete")
 Check = Callable[[str, str], None]
 """A name's check: ``(value, field)``, raising ``InputError`` naming ``field``."""
 Operation = Callable[[str, Any], Any]
-"""``(resource name, response or None) -> a done Operation`` kept for polling."""
+"""``(resource name, response or None) -> an Operation`` kept for polling: done at once, or
+(PersistentResources) once the resource gets where the method takes it."""
 
 
-class Store(Protocol):
-    """Where a service keeps one kind of resource, as the standard methods call it."""
+class ResourceRecords(Protocol):
+    """The records in which a service keeps one kind of resource, as the standard methods
+    call them."""
 
     def create(self, kind: Kind, parent: str, resource_id: str, resource: Any, field: str) -> Any:
-        """Store ``resource`` under ``parent`` (``resource_id`` empty: the store picks one;
+        """Keep ``resource`` under ``parent`` (``resource_id`` empty: the records pick one;
         ``field`` names the id in its errors); the stored resource."""
 
     def require(self, kind: Kind, name: str) -> Any:
@@ -73,7 +75,7 @@ class Store(Protocol):
 
 
 def _no_check(resource: Any, field: str, creating: bool) -> None:
-    """A resource whose fields the store alone checks."""
+    """A resource whose fields its records alone check."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class Resource:
     """One kind of resource of a service, declared to the standard methods."""
 
     kind: Kind
-    store: Store
+    records: ResourceRecords
     parent: Check
     """The parent's name: Create's and List's ``parent``."""
     name: Check
@@ -89,14 +91,14 @@ class Resource:
     fields: Callable[[Any, str, bool], None] = _no_check
     """``(resource, field, creating)``: the fields Create and Update are given."""
     resource_id: Check | None = None
-    """Create's ``<field>_id``, checked before the fields (None: the store checks it)."""
+    """Create's ``<field>_id``, checked before the fields (None: the records check it)."""
     ids: bool = True
-    """Create takes ``<field>_id`` (False: the store names every resource itself)."""
+    """Create takes ``<field>_id`` (False: the records name every resource)."""
     verbs: tuple[str, ...] = VERBS
     operations: tuple[str, ...] = ()
     """Which of Create, Update and Delete answer a done Operation."""
     queries: tuple[str, ...] = ("filter", "order_by")
-    """The List request's fields the store is given beside the page's."""
+    """The List request's fields the records are given beside the page's."""
     plural: str = ""
     """The plural noun of List (``Repositories``); ``Noun + s`` when empty."""
 
@@ -119,11 +121,12 @@ def snake(name: str) -> str:
 
 
 def methods(
-    types: ModuleType, operation: Operation, *resources: Resource
+    types: ModuleType, operation: Operation | Mapping[str, Operation], *resources: Resource
 ) -> dict[str, tuple[Callable[[Any], Any], Any, Any]]:
     """``{method: (function, RequestType, ResponseType)}`` of every declared method of
     ``resources``; request and response types from ``types``; ``operation`` makes the
-    done Operations."""
+    Operations: one maker for every verb, or one per verb (``{"Create": ..., "Delete":
+    ...}``) where their metadata differ."""
     table: dict[str, tuple[Callable[[Any], Any], Any, Any]] = {}
     for resource in resources:
         for verb in resource.verbs:
@@ -132,9 +135,25 @@ def methods(
             if verb == "List":
                 function = list_(resource, answer)
             else:
-                function = _MAKERS[verb](resource, operation)
+                function = _MAKERS[verb](resource, _maker(operation, resource, verb))
             table[name] = (function, getattr(types, f"{name}Request"), answer)
     return table
+
+
+def _maker(
+    operation: Operation | Mapping[str, Operation], resource: Resource, verb: str
+) -> Operation:
+    """The maker of ``verb``'s Operations (a KeyError when one is declared and not given)."""
+    if not isinstance(operation, Mapping):
+        return operation
+    if verb in resource.operations:
+        return operation[verb]
+    return _unused
+
+
+def _unused(name: str, response: Any) -> Any:
+    """A verb without an Operation never calls its maker."""
+    raise AssertionError(f"{name}: this method answers no Operation")
 
 
 def _answer(types: ModuleType, resource: Resource, verb: str) -> Any:
@@ -158,7 +177,9 @@ def create(resource: Resource, operation: Operation) -> Callable[[Any], Any]:
         if resource.resource_id is not None:
             resource.resource_id(resource_id, id_field)
         resource.fields(given, field, True)
-        created = resource.store.create(resource.kind, request.parent, resource_id, given, id_field)
+        created = resource.records.create(
+            resource.kind, request.parent, resource_id, given, id_field
+        )
         return operation(created.name, created) if "Create" in resource.operations else created
 
     return create_resource
@@ -169,19 +190,19 @@ def get(resource: Resource, operation: Operation) -> Callable[[Any], Any]:
 
     def get_resource(request: Any) -> Any:
         resource.name(request.name, "name")
-        return resource.store.require(resource.kind, request.name)
+        return resource.records.require(resource.kind, request.name)
 
     return get_resource
 
 
 def list_(resource: Resource, response_type: Any) -> Callable[[Any], Any]:
-    """List (AIP-132): a page, filtered and ordered as the store reads ``queries``,
+    """List (AIP-132): a page, filtered and ordered as the records read ``queries``,
     answered as ``response_type``."""
 
     def list_resources(request: Any) -> Any:
         resource.parent(request.parent, "parent")
         query = {name: getattr(request, name) for name in resource.queries}
-        items, token = resource.store.page(
+        items, token = resource.records.page(
             resource.kind,
             request.parent,
             page_size=request.page_size,
@@ -194,14 +215,14 @@ def list_(resource: Resource, response_type: Any) -> Callable[[Any], Any]:
 
 
 def update(resource: Resource, operation: Operation) -> Callable[[Any], Any]:
-    """Update (AIP-134): the fields the request's ``update_mask`` names, by the store."""
+    """Update (AIP-134): the fields the request's ``update_mask`` names, by the records."""
     field = resource.field
 
     def update_resource(request: Any) -> Any:
         given = getattr(request, field)
         resource.name(given.name, f"{field}.name")
         resource.fields(given, field, False)
-        updated = resource.store.update(resource.kind, given, request)
+        updated = resource.records.update(resource.kind, given, request)
         return operation(updated.name, updated) if "Update" in resource.operations else updated
 
     return update_resource
@@ -212,7 +233,7 @@ def delete(resource: Resource, operation: Operation) -> Callable[[Any], Any]:
 
     def delete_resource(request: Any) -> Any:
         resource.name(request.name, "name")
-        resource.store.delete(resource.kind, request)
+        resource.records.delete(resource.kind, request)
         if "Delete" in resource.operations:
             return operation(request.name, None)
         return empty_pb2.Empty()

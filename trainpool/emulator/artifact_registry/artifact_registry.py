@@ -69,7 +69,7 @@ from trainpool.emulator.artifact_registry.repositories import (
 from trainpool.emulator.records.kinds import Kind
 from trainpool.emulator.records.operations import pack
 from trainpool.emulator.records.resources import AlreadyExists, Records
-from trainpool.emulator.standard_methods import Resource, Store, methods
+from trainpool.emulator.standard_methods import Resource, ResourceRecords, methods
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief
 
@@ -314,7 +314,7 @@ def handler(state: EmulatorState) -> Service:
     )
     images = Resource(
         DOCKER_IMAGES,
-        cast(Store, DockerImages(state)),  # Get and List only: images come by push
+        cast(ResourceRecords, DockerImages(state)),  # Get and List only: images come by push
         lambda name, field: check_name(name, field, gcr=True),
         lambda name, field: check_docker_image_name(name),
         verbs=("Get", "List"),

@@ -9,7 +9,10 @@ logging read`` (REST ``entries:list``), ``google.cloud.logging.Client().list_ent
 rejected"; ``order_by`` "timestamp asc" (the default) or "timestamp desc"; the filter is the
 Logging query language (:mod:`trainpool.emulator.cloud_logging.query`). ListLogs names the
 logs of a project. Cloud Logging's other methods (sinks, buckets, metrics, DeleteLog) are
-not served.
+not served. None of these is a standard method of
+:mod:`trainpool.emulator.standard_methods`: entries are written and read by query, not created
+and fetched by name, and ListLogs answers names, not resources (both with Cloud Logging's page
+rules, not the records').
 
 The REST rules of this API are given here as data, quoted from logging.proto (its Python
 client has no REST transport to read them from).

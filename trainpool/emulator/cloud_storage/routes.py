@@ -73,14 +73,14 @@ class Response:
 
 
 @dataclass(frozen=True)
-class Store:
-    """What the routes serve: the store's objects (reads) and its uploads (writes)."""
+class Served:
+    """What the routes serve: the local store's objects (reads) and its uploads (writes)."""
 
     objects: Objects
     uploads: Uploads
 
 
-Handler = Callable[[Store, Request, dict[str, str]], Response]
+Handler = Callable[[Served, Request, dict[str, str]], Response]
 
 
 def _load(body: Body) -> dict[str, Any]:
@@ -93,23 +93,23 @@ def _load(body: Body) -> dict[str, Any]:
     return data
 
 
-def create_bucket(store: Store, request: Request, _: dict[str, str]) -> Response:
-    return Response.json(store.objects.create_bucket(_load(request.body)))
+def create_bucket(served: Served, request: Request, _: dict[str, str]) -> Response:
+    return Response.json(served.objects.create_bucket(_load(request.body)))
 
 
-def get_bucket(store: Store, request: Request, match: dict[str, str]) -> Response:
-    return Response.json(store.objects.bucket_resource(match["bucket"]))
+def get_bucket(served: Served, request: Request, match: dict[str, str]) -> Response:
+    return Response.json(served.objects.bucket_resource(match["bucket"]))
 
 
-def delete_bucket(store: Store, request: Request, match: dict[str, str]) -> Response:
-    store.objects.delete_bucket(match["bucket"], request.query)
+def delete_bucket(served: Served, request: Request, match: dict[str, str]) -> Response:
+    served.objects.delete_bucket(match["bucket"], request.query)
     return Response(204)
 
 
-def storage_layout(store: Store, request: Request, match: dict[str, str]) -> Response:
+def storage_layout(served: Served, request: Request, match: dict[str, str]) -> Response:
     """``buckets.getStorageLayout``: a flat namespace, never hierarchical here
     (https://cloud.google.com/storage/docs/json_api/v1/buckets/getStorageLayout)."""
-    bucket = store.objects.bucket_resource(match["bucket"])
+    bucket = served.objects.bucket_resource(match["bucket"])
     layout = {
         "kind": "storage#storageLayout",
         "bucket": bucket["name"],
@@ -120,16 +120,16 @@ def storage_layout(store: Store, request: Request, match: dict[str, str]) -> Res
     return Response.json(layout)
 
 
-def list_managed_folders(store: Store, request: Request, match: dict[str, str]) -> Response:
+def list_managed_folders(served: Served, request: Request, match: dict[str, str]) -> Response:
     """``managedFolders.list``: the local store has no managed folders (IAM on a prefix), so
     none (https://cloud.google.com/storage/docs/json_api/v1/managedFolder/list)."""
-    store.objects.bucket_resource(match["bucket"])
+    served.objects.bucket_resource(match["bucket"])
     return Response.json({"kind": "storage#managedFolders", "items": []})
 
 
-def bucket_iam(store: Store, request: Request, match: dict[str, str]) -> Response:
+def bucket_iam(served: Served, request: Request, match: dict[str, str]) -> Response:
     bucket = match["bucket"]
-    store.objects.bucket_resource(bucket)
+    served.objects.bucket_resource(bucket)
     policy = _load(request.body) if request.method == "PUT" else {"bindings": []}
     policy.update(
         kind="storage#policy",
@@ -140,39 +140,39 @@ def bucket_iam(store: Store, request: Request, match: dict[str, str]) -> Respons
     return Response.json(policy)
 
 
-def list_objects(store: Store, request: Request, match: dict[str, str]) -> Response:
-    return Response.json(store.objects.list_objects(match["bucket"], request.query))
+def list_objects(served: Served, request: Request, match: dict[str, str]) -> Response:
+    return Response.json(served.objects.list_objects(match["bucket"], request.query))
 
 
-def list_buckets(store: Store, request: Request, _: dict[str, str]) -> Response:
-    return Response.json(store.objects.list_buckets())
+def list_buckets(served: Served, request: Request, _: dict[str, str]) -> Response:
+    return Response.json(served.objects.list_buckets())
 
 
-def get_object(store: Store, request: Request, match: dict[str, str]) -> Response:
+def get_object(served: Served, request: Request, match: dict[str, str]) -> Response:
     if match["object"].endswith("/"):  # a "folder" gcloud looks up: never an object here
         raise not_found(f"No such object: {match['bucket']}/{match['object']}")
     if request.query.get("alt") == "media":
-        return download(store, request, match)
-    return Response.json(store.objects.object_resource(match["bucket"], match["object"]))
+        return download(served, request, match)
+    return Response.json(served.objects.object_resource(match["bucket"], match["object"]))
 
 
-def compose(store: Store, request: Request, match: dict[str, str]) -> Response:
+def compose(served: Served, request: Request, match: dict[str, str]) -> Response:
     sources = _load(request.body).get("sourceObjects")
     if not isinstance(sources, list) or not all(
         isinstance(s, dict) and isinstance(s.get("name"), str) for s in sources
     ):
         raise bad('sourceObjects: accepted: a list of {"name": OBJECT}')
     names = [str(source["name"]) for source in sources]
-    done = store.uploads.compose(match["bucket"], match["object"], names, request.query)
+    done = served.uploads.compose(match["bucket"], match["object"], names, request.query)
     return Response.json(done)
 
 
-def rewrite(store: Store, request: Request, match: dict[str, str]) -> Response:
+def rewrite(served: Served, request: Request, match: dict[str, str]) -> Response:
     """``objects.rewrite`` and ``objects.copy``: the copy is made in one call, so a rewrite
     answers ``done`` with the new object (https://cloud.google.com/storage/docs/json_api/v1/
     objects/rewrite), a copy the object itself (.../objects/copy)."""
     source = (match["bucket"], match["object"])
-    done = store.uploads.copy(source, match["to_bucket"], match["to_object"], request.query)
+    done = served.uploads.copy(source, match["to_bucket"], match["to_object"], request.query)
     if match["verb"] == "copyTo":
         return Response.json(done)
     size = done["size"]
@@ -186,8 +186,8 @@ def rewrite(store: Store, request: Request, match: dict[str, str]) -> Response:
     return Response.json(answer)
 
 
-def delete_object(store: Store, request: Request, match: dict[str, str]) -> Response:
-    store.objects.delete_object(match["bucket"], match["object"])
+def delete_object(served: Served, request: Request, match: dict[str, str]) -> Response:
+    served.objects.delete_object(match["bucket"], match["object"])
     return Response(204)
 
 
@@ -221,13 +221,13 @@ def byte_range(spec: str, size: int) -> tuple[int, int] | None:
     return first, last
 
 
-def download(store: Store, request: Request, match: dict[str, str]) -> Response:
+def download(served: Served, request: Request, match: dict[str, str]) -> Response:
     bucket, name = match["bucket"], match["object"]
-    path = store.objects.object_path(bucket, name)
+    path = served.objects.object_path(bucket, name)
     span = byte_range(
         request.headers.get("Range", ""), path.stat().st_size if path.is_file() else 0
     )
-    resource = store.objects.object_resource(bucket, name, hashes=span is None)
+    resource = served.objects.object_resource(bucket, name, hashes=span is None)
     size = int(resource["size"])
     headers = {
         "x-goog-generation": resource["generation"],
@@ -253,21 +253,23 @@ def download(store: Store, request: Request, match: dict[str, str]) -> Response:
     )
 
 
-def upload(store: Store, request: Request, match: dict[str, str]) -> Response:
+def upload(served: Served, request: Request, match: dict[str, str]) -> Response:
     bucket, query = match["bucket"], request.query
     kind = query.get("uploadType", "")
     if kind == "media":
         pieces = request.body.chunks()
-        return Response.json(store.uploads.put_object(bucket, query.get("name", ""), pieces, query))
+        return Response.json(
+            served.uploads.put_object(bucket, query.get("name", ""), pieces, query)
+        )
     if kind == "multipart":
         parts = Multipart(request.headers.get("Content-Type", ""), request.body)
         name = str(parts.metadata().get("name") or query.get("name", ""))
-        return Response.json(store.uploads.put_object(bucket, name, parts.media(), query))
+        return Response.json(served.uploads.put_object(bucket, name, parts.media(), query))
     if kind == "resumable":
         meta = _load(request.body)
         name = str(meta.get("name") or query.get("name", ""))
         declared = request.headers.get("X-Upload-Content-Length")
-        upload_id = store.uploads.start_upload(bucket, name, query, declared)
+        upload_id = served.uploads.start_upload(bucket, name, query, declared)
         location = (
             f"{request.address}/upload/storage/v1/b/{quote(bucket, safe='')}/o"
             f"?uploadType=resumable&upload_id={upload_id}"
@@ -276,11 +278,11 @@ def upload(store: Store, request: Request, match: dict[str, str]) -> Response:
     raise bad(f"uploadType: {kind!r}; accepted: media, multipart, resumable")
 
 
-def continue_upload(store: Store, request: Request, _: dict[str, str]) -> Response:
+def continue_upload(served: Served, request: Request, _: dict[str, str]) -> Response:
     upload_id = request.query.get("upload_id", "")
     if not upload_id:
         raise not_served(request)
-    received, done = store.uploads.continue_upload(
+    received, done = served.uploads.continue_upload(
         upload_id, request.headers.get("Content-Range", ""), request.body.chunks()
     )
     if done is not None:

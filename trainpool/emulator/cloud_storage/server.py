@@ -126,7 +126,7 @@ class _Handler(QuietHandler):
         if found is None:
             raise not_served(request)
         handler, match = found
-        return handler(self.server.store, request, match)
+        return handler(self.server.served, request, match)
 
     def _dispatch(self) -> None:
         body: list[Body] = []
@@ -181,11 +181,11 @@ class StorageServer(Loopback):
             write_private(self.key.token_file, self.key.secret + "\n")
         self.address = self.key.url
         objects = Objects(home.gcs, self.address)
-        self.store = routes.Store(objects, Uploads(objects, home.storage_uploads, limit))
+        self.served = routes.Served(objects, Uploads(objects, home.storage_uploads, limit))
 
     def close(self) -> None:
         super().close()
-        self.store.uploads.close()
+        self.served.uploads.close()
 
 
 def serve(home: Home, port: int = 0, limit: int = DEFAULT_LIMIT, secret: str = "") -> StorageServer:

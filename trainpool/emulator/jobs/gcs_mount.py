@@ -13,7 +13,7 @@ mount point: as root the emulator creates it. Where none of this is possible, re
 without ``/gcs`` and the job log says why.
 
 In the same namespace the stores a replica must not change (the local image store, the
-prebuilt-container environments) are bound read-only onto themselves: a job never
+prebuilt containers' stand-ins) are bound read-only onto themselves: a job never
 writes into a stored image (each replica works in a copy, :mod:`.workdirs`).
 """
 

@@ -15,7 +15,7 @@ other Google client's (:mod:`.vertex_access`: the HTTPS proxy, as under ``trainp
 and the emulator's own two
 (``TRAINPOOL_GCS_ROOT``, ``PYTHONUNBUFFERED``). Nothing else of the emulator's environment
 reaches it. Each replica sees the local store at ``/gcs/`` where the machine allows it
-(:mod:`.gcs_mount`), and read-only: the stored images and environments, its pool's Python
+(:mod:`.gcs_mount`), and read-only: the stored images and stand-ins, its pool's Python
 and packages, and the emulator's own Python.
 """
 
@@ -71,7 +71,7 @@ def plan_launches(
     ctx.home.gcs.mkdir(parents=True, exist_ok=True)
     mount = gcs_mount.mount()
     _job_notes(spec, ctx, mount, note)
-    stores = (ctx.home.images, ctx.home.environments, *emulator_python(ctx.home.root))
+    stores = (ctx.home.images, ctx.home.stand_ins, *emulator_python(ctx.home.root))
     programs: dict[int, tuple[Program, replica_python.Base | None]] = {}
     launches = []
     for pool, index in layout.replicas(spec):
@@ -206,7 +206,7 @@ def _pool_program(
     base = (
         replica_python.make_base(ctx.files.pool_python(pool), program.sites)
         if program.read_only  # the job's own packages: a base of the job's own
-        else replica_python.shared_base(ctx.home.environments / "bases", program.sites)
+        else replica_python.shared_base(ctx.home.stand_ins / "bases", program.sites)
     )
     note(
         f"workerpool{pool}: {program.python}; each replica runs in a Python of its own "

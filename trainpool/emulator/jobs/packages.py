@@ -106,7 +106,7 @@ def provide(site: Path, provides: Mapping[str, str]) -> None:
 def pip_runner(python: Path, target: Path, pins: Mapping[str, str]) -> requirements.Pip:
     """Runs ``python -m pip`` for the pool's packages, without the emulator's Python
     settings, with ``pins`` (name -> version) as constraints: this machine's torch
-    (:data:`.environments.TORCH`) and the environment's framework."""
+    (:data:`trainpool.emulator.stand_ins.virtualenvs.TORCH`) and the environment's framework."""
     constraints = target / CONSTRAINTS
     constraints.write_text("".join(f"{name}=={version}\n" for name, version in pins.items()))
     env = {k: v for k, v in os.environ.items() if k not in NOT_PASSED}

@@ -5,7 +5,8 @@ A pool runs, in this order of preference:
   (:mod:`.containers`), the real thing;
 - ``pythonPackageSpec``: ``python -m MODULE ARGS``, its packages installed with their
   dependencies (:mod:`.packages`) over the executor image's environment: a prebuilt
-  training image's local stand-in (:mod:`.environments`), else this machine's clean Python;
+  training image's local stand-in
+  (:mod:`trainpool.emulator.stand_ins.virtualenvs`), else this machine's clean Python;
 - ``containerSpec`` naming a prebuilt training image: its ``command`` and ``args`` in that
   image's environment (a leading ``python`` is the environment's);
 - ``containerSpec`` whose image is in the local image store: ``LocalImage.argv`` (``command``

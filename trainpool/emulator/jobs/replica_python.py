@@ -28,7 +28,7 @@ environment over the base (``pyvenv.cfg``: ``home`` the base's ``bin``,
 own ``python`` and ``pip`` commands. ``pip install`` writes there (pip leaves a package of
 the base where it is: "Not uninstalling ..., outside environment"); ``pip install --user``
 writes under the replica's HOME (``~/.local``), fresh at every start too, which Python
-puts on its path before the environment's packages, as in a container. The environments,
+puts on its path before the environment's packages, as in a container. The stand-ins,
 the bases and the job's package environments are bound read-only in the replica's mount
 namespace where the machine allows it (:mod:`.gcs_mount`).
 """

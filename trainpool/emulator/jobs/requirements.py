@@ -5,7 +5,8 @@ Trainer packages pin what their image has: Google's distributed-training noteboo
 ``notebooks/official/training/get_started_with_vertex_distributed_training.ipynb``) packages
 a trainer whose ``setup.py`` says ``install_requires=['tensorflow==2.8.0',
 'tensorflow_datasets==1.3.0']`` for ``tf-cpu.2-8``. On Vertex the first is already there;
-here the image's stand-in (:mod:`.environments`) holds the nearest TensorFlow that installs
+here the image's stand-in
+(:mod:`trainpool.emulator.stand_ins.virtualenvs`) holds the nearest TensorFlow that installs
 on this machine's Python, and 2.8.0 has no build for it. When pip cannot install a
 package with its requirements as they are (:mod:`.packages` tries that first), they are
 resolved here, each written in the job log with what was installed instead:
@@ -14,7 +15,7 @@ resolved here, each written in the job log with what was installed instead:
   TensorFlow image, whose stand-in has ``tensorflow-cpu``; ``torch`` on a PyTorch image) is
   met by the stand-in's, whatever version it asks: the image itself is stood in for so;
 - ``torch`` elsewhere is this machine's CPU build, ``torch==2.13.0`` (any other version
-  pulls the CUDA libraries, gigabytes): :data:`.environments.TORCH`;
+  pulls the CUDA libraries, gigabytes): :data:`trainpool.emulator.stand_ins.virtualenvs.TORCH`;
 - a requirement pinned to versions none of which has a build for this Python gets the
   nearest version that has one (:func:`.pip_versions.nearest`: the first newer release
   series, its newest patch);

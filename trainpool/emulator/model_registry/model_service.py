@@ -7,6 +7,11 @@ MergeVersionAliases, UpdateModel, DeleteModelVersion and DeleteModel, enough for
 ModelRegistry`` and the training-job classes (a TrainingPipeline with ``modelToUpload``).
 The rules and their sources are in :mod:`trainpool.emulator.model_registry.models`. Nothing is
 served: a Model is a record whose ``artifactUri`` names files in the local store.
+GetModel, ListModels, UpdateModel and DeleteModel are :mod:`trainpool.emulator.standard_methods`
+(the Model declared to it, kept by :class:`Models`); UploadModel, ListModelVersions,
+MergeVersionAliases and DeleteModelVersion are written here: a Model is uploaded, not created
+(its id optional, a new version of ``parent_model``, answered ``UploadModelResponse``), and
+versions and aliases are the Model Registry's own, not standard methods.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from google.protobuf import empty_pb2
 from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, not_found, precondition, service
 from trainpool.emulator.model_registry import models
-from trainpool.emulator.records.kinds import MODELS
+from trainpool.emulator.records.kinds import MODELS, Kind
+from trainpool.emulator.standard_methods import Resource, methods
 from trainpool.emulator.state import EmulatorState
 
 SERVICE = "google.cloud.aiplatform.v1.ModelService"
@@ -49,8 +55,75 @@ def check_model_name(name: str, field: str = "name") -> None:
         models.check_reference(name.partition("@")[2], field)
 
 
+def check_update_name(name: str, field: str) -> None:
+    """UpdateModel's ``model.name``: a Model's, a version's or an alias's, or ``@-`` (every
+    version)."""
+    requests.check_name(name.partition("@")[0], MODELS.collection)
+    if name.partition("@")[2] not in ("", "-"):
+        models.check_reference(name.partition("@")[2], field)
+
+
+def check_base_name(name: str, field: str) -> None:
+    """DeleteModel's ``name``: the Model's own, without a version."""
+    requests.check_name(name, MODELS.collection)
+
+
+class Models:
+    """The Model Registry's Models (:mod:`trainpool.emulator.model_registry.models`) as the
+    standard methods call them."""
+
+    def __init__(self, state: EmulatorState) -> None:
+        self.records = state.records
+
+    def create(self, kind: Kind, parent: str, resource_id: str, resource: Any, field: str) -> Any:
+        """Not called: a Model is uploaded (:meth:`ModelService.upload`)."""
+        raise NotImplementedError("UploadModel creates Models")
+
+    def require(self, kind: Kind, name: str) -> Any:
+        found = models.get(self.records, name)
+        if found is None:
+            raise not_found(f"Model {name} not found.")
+        return found
+
+    def page(self, kind: Kind, parent: str, **query: Any) -> tuple[list[Any], str]:
+        return self.records.page(MODELS, parent, **query)
+
+    def update(self, kind: Kind, given: Any, request: Any) -> Any:
+        paths = list(ms.UpdateModelRequest.pb(request).update_mask.paths)
+        if "labels" in paths:
+            requests.check_labels(given.labels, "model.labels")
+        if "display_name" in paths:
+            requests.check_display_name(given.display_name, "model.display_name")
+        return models.update(self.records, given, paths)
+
+    def delete(self, kind: Kind, request: Any) -> None:
+        if not models.delete(self.records, request.name):
+            raise not_found(f"Model {request.name} not found.")
+
+
+def resources(state: EmulatorState) -> tuple[Resource, ...]:
+    """The Model, declared to :mod:`trainpool.emulator.standard_methods` once per name rule:
+    Get reads a version or an alias (``models/ID@REF``), Update also every version (``@-``),
+    Delete the Model alone. ListModels filters; it does not order (Models have no times)."""
+    kept = Models(state)
+    parent = requests.check_parent
+    return (
+        Resource(MODELS, kept, parent, check_model_name, verbs=("Get",)),
+        Resource(MODELS, kept, parent, check_update_name, verbs=("Update",)),
+        Resource(
+            MODELS,
+            kept,
+            parent,
+            check_base_name,
+            verbs=("List", "Delete"),
+            operations=("Delete",),
+            queries=("filter",),
+        ),
+    )
+
+
 class ModelService:
-    """The methods of ModelService over the emulator's records
+    """The methods of ModelService that are not standard, over the emulator's records
     (:mod:`trainpool.emulator.model_registry.models`)."""
 
     def __init__(self, state: EmulatorState) -> None:
@@ -76,23 +149,6 @@ class ModelService:
         response = ms.UploadModelResponse(model=model.name, model_version_id=model.version_id)
         return self.state.finished(model.name, response)
 
-    def get(self, request: ms.GetModelRequest) -> model_types.Model:
-        check_model_name(request.name)
-        found = models.get(self.records, request.name)
-        if found is None:
-            raise not_found(f"Model {request.name} not found.")
-        return found
-
-    def delete(self, request: ms.DeleteModelRequest) -> operations_pb2.Operation:
-        requests.check_name(request.name, MODELS.collection)
-        if not models.delete(self.records, request.name):
-            raise not_found(f"Model {request.name} not found.")
-        return self.state.finished(request.name, empty_pb2.Empty())
-
-    def list_models(self, request: ms.ListModelsRequest) -> ms.ListModelsResponse:
-        found, token = requests.list_page(self.records, MODELS, request)
-        return ms.ListModelsResponse(models=found, next_page_token=token)
-
     def list_versions(self, request: ms.ListModelVersionsRequest) -> ms.ListModelVersionsResponse:
         requests.check_name(request.name, MODELS.collection)
         found, token = models.page(
@@ -114,27 +170,12 @@ class ModelService:
         gone = models.delete_version(self.records, request.name)
         return self.state.finished(gone, empty_pb2.Empty())
 
-    def update(self, request: ms.UpdateModelRequest) -> model_types.Model:
-        name = request.model.name
-        requests.check_name(name.partition("@")[0], MODELS.collection)
-        if name.partition("@")[2] not in ("", "-"):
-            models.check_reference(name.partition("@")[2], "model.name")
-        paths = list(ms.UpdateModelRequest.pb(request).update_mask.paths)
-        if "labels" in paths:
-            requests.check_labels(request.model.labels, "model.labels")
-        if "display_name" in paths:
-            requests.check_display_name(request.model.display_name, "model.display_name")
-        return models.update(self.records, request.model, paths)
-
 
 def handler(state: EmulatorState) -> Service:
     """The ModelService handler."""
     registry = ModelService(state)
-    methods: dict[str, Any] = {
+    written: dict[str, Any] = {
         "UploadModel": (registry.upload, ms.UploadModelRequest, operations_pb2.Operation),
-        "GetModel": (registry.get, ms.GetModelRequest, model_types.Model),
-        "ListModels": (registry.list_models, ms.ListModelsRequest, ms.ListModelsResponse),
-        "DeleteModel": (registry.delete, ms.DeleteModelRequest, operations_pb2.Operation),
         "ListModelVersions": (
             registry.list_versions,
             ms.ListModelVersionsRequest,
@@ -150,9 +191,9 @@ def handler(state: EmulatorState) -> Service:
             ms.DeleteModelVersionRequest,
             operations_pb2.Operation,
         ),
-        "UpdateModel": (registry.update, ms.UpdateModelRequest, model_types.Model),
     }
+    table = {**methods(ms, state.finished, *resources(state)), **written}
     return service(
         SERVICE,
-        {method: (_registry(call), req, resp) for method, (call, req, resp) in methods.items()},
+        {method: (_registry(call), req, resp) for method, (call, req, resp) in table.items()},
     )

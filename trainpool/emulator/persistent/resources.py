@@ -181,9 +181,10 @@ class Lives:
         return {pool_key(name, i): (n, capacities[i]) for i, n in need.items()}
 
     # changes
-    def create(self, request: prs.CreatePersistentResourceRequest) -> operations_pb2.Operation:
-        resource: Any = request.persistent_resource
-        resource.name = resource_name(request.parent, request.persistent_resource_id)
+    def create(self, parent: str, resource_id: str, resource: Any) -> Any:
+        """``resource`` kept as ``parent``'s ``resource_id``, PROVISIONING (AlreadyExists when
+        the name is taken)."""
+        resource.name = resource_name(parent, resource_id)
         resource.state = State.PROVISIONING
         now = self.state.clock.now()
         resource.create_time = now
@@ -191,8 +192,8 @@ class Lives:
         for pool in resource.resource_pools:
             pool.used_replica_count = 0
         self.state.db.require_space()
-        self.records.insert(KIND, request.parent, resource)
-        return self.operation(resource.name, prs.CreatePersistentResourceOperationMetadata)
+        self.records.insert(KIND, parent, resource)
+        return resource
 
     def reboot(self, name: str) -> operations_pb2.Operation:
         resource = self.get(name)
@@ -215,7 +216,8 @@ class Lives:
         self.records.update(KIND, name, rebooting)
         return self.operation(name, prs.RebootPersistentResourceOperationMetadata)
 
-    def delete(self, name: str) -> operations_pb2.Operation:
+    def delete(self, name: str) -> None:
+        """``name`` STOPPING and the jobs on it cancelled; it is gone once they ended."""
         resource = self.get(name)
         if resource.state != State.STOPPING:
 
@@ -234,7 +236,6 @@ class Lives:
                 self.records.update(kind, job_name, cancelling)
             finally:
                 self.manager.cancel(job_name)
-        return self.operation(name, op_types.DeleteOperationMetadata)
 
     # operations
     def operation(self, name: str, metadata_type: Any) -> operations_pb2.Operation:

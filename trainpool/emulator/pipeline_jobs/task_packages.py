@@ -8,7 +8,7 @@ kfp compiles a lightweight component into ``sh -c SCRIPT`` whose script ends wit
 Vertex every start of the task's container runs those installs into the image's Python,
 then the component. Locally the same installs are made once, by pip, into a site directory
 of their own layered over the image's stand-in (:mod:`.task_python`), kept per image and
-per pip command under ``<root>/environments/task-packages/``; each task that asks for
+per pip command under ``<root>/stand-ins/task-packages/``; each task that asks for
 exactly them runs over that site, read-only, and its script runs the component straight
 away (the installs it asks for are there: pip would say "Requirement already satisfied").
 A task's own later ``pip install`` still goes to its own Python (its layer), as in its

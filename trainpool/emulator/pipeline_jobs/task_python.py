@@ -86,7 +86,7 @@ def emulator_sites() -> tuple[Path, ...]:
 def trainpool_site(home: Home) -> Path:
     """A site directory holding only the ``trainpool`` this emulator runs from (a link)."""
     source = Path(trainpool.__file__).resolve().parent
-    folder = home.environments / "trainpool-source"
+    folder = home.stand_ins / "trainpool-source"
     root = folder / hashlib.sha256(str(source).encode()).hexdigest()[:20]
     link = root / "trainpool"
     if not link.is_symlink():

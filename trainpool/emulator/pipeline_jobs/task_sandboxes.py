@@ -80,7 +80,7 @@ class TaskSandboxes:
         self.mount = gcs_mount.mount()
         self.stores = (
             self.home.images,
-            self.home.environments,
+            self.home.stand_ins,
             *emulator_python(self.home.root),
         )
         self._running: dict[int, Replica] = {}
@@ -227,10 +227,10 @@ class TaskSandboxes:
         if found is not None and found[0]:
             installs, argv = found
             site = task_packages.provision(
-                self.home.environments, installs, sites, python.aliases, note
+                self.home.stand_ins, installs, sites, python.aliases, note
             )
             sites = (site, *sites)
-        base = replica_python.shared_base(self.home.environments / "bases", sites)
+        base = replica_python.shared_base(self.home.stand_ins / "bases", sites)
         layer = replica_python.Layer(folder / "python", base)
         workdir = Workdir(folder / "work", python.context, folder / "home", layer)
         workdir.fresh()

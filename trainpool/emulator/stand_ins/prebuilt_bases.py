@@ -20,7 +20,7 @@ as a stand-in (``org.trainpool.stand-in``) with how it differs, a label every im
   ``gs://`` (Google's PyTorch notebook reads its CSV with ``pd.read_csv("gs://...")`` inside
   ``pytorch-gpu.1-13``, so Google's images hold it: ``reference/containers-here.md``);
   google-cloud-storage; and for Vertex's training images (not the Deep Learning Containers)
-  ``cloudml-hypertune``, as the process stand-ins hold it (:mod:`.environments`). Versions
+  ``cloudml-hypertune``, as the process stand-ins hold it (:mod:`.virtualenvs`). Versions
   are pip's choice under the framework's pin, for the stand-in's Python, not the page's
   list: the job log says so.
 

@@ -3,7 +3,7 @@
 A replica that names a prebuilt training image (``pythonPackageSpec.executorImageUri`` or
 ``containerSpec.imageUri``; the list is ``trainpool.catalog.prebuilt``) runs in a
 virtualenv with that image's framework, built once per (framework, version) from the
-package index and kept in ``Home.environments``:
+package index and kept in ``Home.stand_ins``:
 
 - the framework at the image's version, and the packages the docs say the image ships
   at theirs (``data/prebuilt_packages.csv``), each the exact version where a build of it
@@ -178,7 +178,7 @@ def ensure(
 ) -> Environment:
     """The environment of ``image``, built first if there is none; its notes go to ``note``.
     :class:`BuildFailed` names ``field`` (where the job named the image) when it cannot be."""
-    root = home.environments.resolve()
+    root = home.stand_ins.resolve()
     folder = root / key(image)
     with locked(root / f".{key(image)}.lock"):
         if _recipe(folder / BUILT) != RECIPE:

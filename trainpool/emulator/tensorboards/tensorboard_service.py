@@ -44,24 +44,24 @@ _UPDATABLE = {
 }
 
 
-class _Store:
-    """:class:`TensorboardRecords` as the standard methods call it: an update reads the
+class _MaskedRecords:
+    """:class:`TensorboardRecords` as the standard methods call them: an update reads the
     request's mask against :data:`_UPDATABLE`."""
 
-    def __init__(self, store: TensorboardRecords) -> None:
-        self.store = store
-        self.create = store.create
-        self.require = store.require
+    def __init__(self, records: TensorboardRecords) -> None:
+        self.records = records
+        self.create = records.create
+        self.require = records.require
 
     def page(self, kind: Kind, parent: str, **query: Any) -> tuple[list[Any], str]:
-        return self.store.page(kind, parent, **query)
+        return self.records.page(kind, parent, **query)
 
     def update(self, kind: Kind, resource: Any, request: Any) -> Any:
         paths = list(type(request).pb(request).update_mask.paths)
-        return self.store.update(kind, resource, paths, _UPDATABLE[kind.collection])
+        return self.records.update(kind, resource, paths, _UPDATABLE[kind.collection])
 
     def delete(self, kind: Kind, request: Any) -> None:
-        self.store.delete(kind, request.name)
+        self.records.delete(kind, request.name)
 
 
 def checked(resource: Any, field: str, creating: bool) -> None:
@@ -84,7 +84,7 @@ def checked(resource: Any, field: str, creating: bool) -> None:
 
 def resources(store: TensorboardRecords) -> tuple[Resource, ...]:
     """The TensorBoard resources, declared to :mod:`trainpool.emulator.standard_methods`."""
-    kept = _Store(store)
+    kept = _MaskedRecords(store)
 
     def named(kind: Kind) -> Any:
         return lambda name, field: check_name(name, kind, field)
