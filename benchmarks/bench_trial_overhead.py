@@ -6,8 +6,8 @@ Run: ``python3 benchmarks/bench_trial_overhead.py [--trials 40] [--parallel 4] [
 The trainer only reports its metric with cloudml-hypertune (``hypertune``), so the time is
 the emulator's and Python's start-up. Its image is a Vertex prebuilt training image
 (default ``sklearn-cpu.1-0``), whose stand-in holds hypertune, as the real one does: the
-stand-in's environment is built once, before any figure, in ``--environments`` (default
-``~/.cache/trainpool/bench-environments``, kept across runs). The server runs without a
+stand-in is built once, before any figure, in ``--stand-ins`` (default
+``~/.cache/trainpool/bench-stand-ins``, kept across runs). The server runs without a
 container engine (``TRAINPOOL_CONTAINERS=off``): this measures the process runner. Each
 repeat runs, in alternating order (so that a busy machine hurts both alike):
 
@@ -55,11 +55,11 @@ hypertune.HyperTune().report_hyperparameter_tuning_metric(
 """
 
 
-def link(root: Path, environments: Path) -> None:
-    """``root``'s stand-ins (``Home.stand_ins``) are ``environments``, kept across runs."""
+def link(root: Path, stand_ins: Path) -> None:
+    """``root``'s stand-ins (``Home.stand_ins``) are those in ``stand_ins``, kept across runs."""
     root.mkdir(parents=True, exist_ok=True)
-    environments.mkdir(parents=True, exist_ok=True)
-    Home(root).stand_ins.symlink_to(environments, target_is_directory=True)
+    stand_ins.mkdir(parents=True, exist_ok=True)
+    Home(root).stand_ins.symlink_to(stand_ins, target_is_directory=True)
 
 
 def start_server(root: Path) -> tuple[subprocess.Popen[str], str]:
@@ -156,7 +156,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--image", default=IMAGE)
     parser.add_argument(
-        "--environments", type=Path, default=Path.home() / ".cache/trainpool/bench-environments"
+        "--stand-ins", type=Path, default=Path.home() / ".cache/trainpool/bench-stand-ins"
     )
     args = parser.parse_args()
     from trainpool.catalog import prebuilt_image
@@ -171,7 +171,7 @@ def main() -> None:
         work = Path(tmp)
         trainer = work / "trainer.py"
         trainer.write_text(TRAINER)
-        link(work / "root", args.environments)
+        link(work / "root", args.stand_ins)
         # the stand-in, built once (not timed), and its Python for the bare floor
         python = virtualenvs.ensure(Home(work / "root"), prebuilt, print).python
         server, address = start_server(work / "root")
