@@ -40,7 +40,7 @@ from trainpool.emulator.jobs import faults_service, job_service, local_service
 from trainpool.emulator.jobs.manager import JobManager, start_job_manager
 from trainpool.emulator.jobs.quota import default_limit, parse_limit
 from trainpool.emulator.metadata import metadata_service
-from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.metadata.metadata_records import MetadataRecords
 from trainpool.emulator.model_registry import model_service
 from trainpool.emulator.persistent import persistent_resource_service
 from trainpool.emulator.persistent.resources import Lives
@@ -54,7 +54,7 @@ from trainpool.emulator.schedules.firer import Firer, start_firer
 from trainpool.emulator.state import EmulatorState
 from trainpool.emulator.sweeps import vizier_service
 from trainpool.emulator.tensorboards import tensorboard_service
-from trainpool.emulator.tensorboards.store import TensorboardRecords
+from trainpool.emulator.tensorboards.tensorboard_records import TensorboardRecords
 from trainpool.emulator_client import Served
 
 SERVICES: tuple[ModuleType, ...] = (

@@ -39,7 +39,7 @@ from typing import Any
 from google.cloud.aiplatform_v1.types import context as context_types
 from google.protobuf import struct_pb2
 
-from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.metadata.metadata_records import MetadataRecords
 from trainpool.emulator.records.kinds import CONTEXTS, CUSTOM_JOBS, TENSORBOARDS
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError, brief

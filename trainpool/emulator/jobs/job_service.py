@@ -36,7 +36,7 @@ from trainpool.emulator.api.rpc import Service, precondition, service, typed
 from trainpool.emulator.jobs import job_links
 from trainpool.emulator.jobs.logs import JobLog
 from trainpool.emulator.jobs.manager import TERMINAL, JobManager
-from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.metadata.metadata_records import MetadataRecords
 from trainpool.emulator.persistent.resources import Lives
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, TUNING_JOBS, Kind
 from trainpool.emulator.state import EmulatorState

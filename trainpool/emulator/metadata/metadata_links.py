@@ -14,7 +14,7 @@ from google.cloud.aiplatform_v1.types import metadata_service as ms
 
 from trainpool.emulator.metadata import subgraphs
 from trainpool.emulator.metadata.metadata_names import check_node
-from trainpool.emulator.metadata.store import MetadataRecords, store_of
+from trainpool.emulator.metadata.metadata_records import MetadataRecords, store_of
 from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS, EXECUTIONS
 from trainpool.errors import InputError, brief
 

@@ -3,7 +3,7 @@
 What the Vertex AI SDK's Experiments (``aiplatform.init(experiment=...)``, ``start_run``,
 ``log_params``, ``log_metrics``, ``get_experiment_df``), its lineage classes
 (``aiplatform.Artifact``, ``Execution``, ``Context``) and ``aiplatform.get_pipeline_df``
-call, kept by :mod:`trainpool.emulator.metadata.store` (links and events:
+call, kept by :mod:`trainpool.emulator.metadata.metadata_records` (links and events:
 :mod:`~trainpool.emulator.metadata.links`; lineage:
 :mod:`~trainpool.emulator.metadata.subgraphs`); PipelineJobs record their lineage here too
 (:mod:`trainpool.emulator.metadata.pipeline_lineage`). Long-running methods
@@ -25,7 +25,7 @@ from trainpool.emulator.api import requests
 from trainpool.emulator.api.rpc import Service, service
 from trainpool.emulator.metadata.metadata_links import link_methods
 from trainpool.emulator.metadata.metadata_names import check_node, check_store
-from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.metadata.metadata_records import MetadataRecords
 from trainpool.emulator.records.kinds import (
     ARTIFACTS,
     CONTEXTS,

@@ -50,7 +50,7 @@ from google.cloud.aiplatform_v1.types import execution as execution_types
 from google.cloud.aiplatform_v1.types.pipeline_state import PipelineState
 from google.protobuf import struct_pb2
 
-from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.metadata.metadata_records import MetadataRecords
 from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS, EXECUTIONS, PIPELINE_JOBS
 from trainpool.emulator.state import EmulatorState
 

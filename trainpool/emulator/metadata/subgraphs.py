@@ -12,7 +12,7 @@ from google.cloud.aiplatform_v1.types import lineage_subgraph as lineage_types
 
 from trainpool.emulator.metadata import filters
 from trainpool.emulator.metadata.matching import subject
-from trainpool.emulator.metadata.store import MetadataRecords
+from trainpool.emulator.metadata.metadata_records import MetadataRecords
 from trainpool.emulator.records.kinds import ARTIFACTS, CONTEXTS, EXECUTIONS
 from trainpool.emulator.records.resources import Records
 

@@ -46,8 +46,8 @@ from trainpool.config import EMULATOR_ENV, HOME_ENV
 from trainpool.emulator.jobs import processes, spawner
 from trainpool.emulator.jobs.manager import TERMINAL as JOB_TERMINAL
 from trainpool.emulator.jobs.manager import JobManager
+from trainpool.emulator.metadata.metadata_records import MetadataRecords
 from trainpool.emulator.metadata.pipeline_lineage import PipelineLineage
-from trainpool.emulator.metadata.store import MetadataRecords
 from trainpool.emulator.pipeline_jobs import run_process
 from trainpool.emulator.records import migrate
 from trainpool.emulator.records.kinds import CUSTOM_JOBS, PIPELINE_JOBS, TUNING_JOBS

@@ -4,7 +4,8 @@ What the SDK's ``aiplatform.Tensorboard*`` classes, ``log_time_series_metrics`` 
 ``get_experiment_df`` (time series columns), ``aiplatform.upload_tb_log`` /
 ``start_upload_tb_log`` (the uploader) and a CustomJob's ``tensorboard``
 (:mod:`trainpool.emulator.tensorboards.uploads`) call, kept by
-:mod:`trainpool.emulator.tensorboards.store`. Here: the resources (Tensorboards, experiments,
+:mod:`trainpool.emulator.tensorboards.tensorboard_records`.
+Here: the resources (Tensorboards, experiments,
 runs, time series), declared to :mod:`trainpool.emulator.standard_methods`, which serves their
 Create, Get, List, Update and Delete, and the batch creates; their data methods are
 :mod:`trainpool.emulator.tensorboards.tensorboard_data`.
@@ -30,9 +31,9 @@ from trainpool.emulator.records.kinds import (
 )
 from trainpool.emulator.standard_methods import Resource, create, methods
 from trainpool.emulator.state import EmulatorState
-from trainpool.emulator.tensorboards.store import MAX_BATCH, TensorboardRecords
 from trainpool.emulator.tensorboards.tensorboard_data import data_methods
 from trainpool.emulator.tensorboards.tensorboard_names import check_name
+from trainpool.emulator.tensorboards.tensorboard_records import MAX_BATCH, TensorboardRecords
 from trainpool.errors import InputError, brief
 
 SERVICE = "google.cloud.aiplatform.v1.TensorboardService"

@@ -1,4 +1,4 @@
-"""User-chosen TensorBoard ids follow the protos' rules (``tensorboards/store.py``):
+"""User-chosen TensorBoard ids follow the protos' rules (``tensorboards/tensorboard_records.py``):
 ``tensorboard_experiment_id`` and ``tensorboard_run_id``: "This value should be 1-128
 characters, and valid characters are /[a-z][0-9]-/"; ``tensorboard_time_series_id``: "This
 value should match "[a-z0-9][a-z0-9-]{0, 127}"" (tensorboard_service.proto). A refused id is
