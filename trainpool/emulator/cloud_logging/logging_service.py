@@ -33,8 +33,6 @@ from trainpool.emulator.api.rpc import Service, service
 from trainpool.emulator.cloud_logging import query
 from trainpool.emulator.cloud_logging.entries import stamp
 from trainpool.emulator.cloud_logging.reader import Logs, projects_of
-from trainpool.emulator.rest.routes import Route
-from trainpool.emulator.rest.template import parse
 from trainpool.emulator.state import EmulatorState
 from trainpool.errors import InputError
 
@@ -46,19 +44,6 @@ TAIL_POLL_S = 0.5
 TAIL_SETTLE_S = 1.0
 """A tail sends an entry once it is this old: lines of several replicas are written by one
 reader in the order it read them, so an older one never arrives after it."""
-REST_ROUTES = tuple(
-    Route(verb, parse(uri), SERVICE, method, body)
-    for verb, uri, method, body in (
-        ("POST", "/v2/entries:write", "WriteLogEntries", "*"),
-        ("POST", "/v2/entries:list", "ListLogEntries", "*"),
-        ("POST", "/v2/entries:tail", "TailLogEntries", "*"),
-        ("GET", "/v2/monitoredResourceDescriptors", "ListMonitoredResourceDescriptors", ""),
-        ("GET", "/v2/{parent=projects/*}/logs", "ListLogs", ""),
-        ("GET", "/v2/{parent=projects/*/locations/*/buckets/*/views/*}/logs", "ListLogs", ""),
-        ("DELETE", "/v2/{log_name=projects/*/logs/*}", "DeleteLog", ""),
-    )
-)
-"""google/logging/v2/logging.proto's ``google.api.http`` rules for these methods."""
 
 
 def _page(request: Any) -> tuple[int, int]:

@@ -9,8 +9,23 @@ client has no REST transport.
 
 from __future__ import annotations
 
-from trainpool.emulator.cloud_logging import logging_service
 from trainpool.emulator.rest.routes import Route
+from trainpool.emulator.rest.template import parse
+
+LOGGING_ROUTES = tuple(
+    Route(verb, parse(uri), "google.logging.v2.LoggingServiceV2", method, body)
+    for verb, uri, method, body in (
+        ("POST", "/v2/entries:write", "WriteLogEntries", "*"),
+        ("POST", "/v2/entries:list", "ListLogEntries", "*"),
+        ("POST", "/v2/entries:tail", "TailLogEntries", "*"),
+        ("GET", "/v2/monitoredResourceDescriptors", "ListMonitoredResourceDescriptors", ""),
+        ("GET", "/v2/{parent=projects/*}/logs", "ListLogs", ""),
+        ("GET", "/v2/{parent=projects/*/locations/*/buckets/*/views/*}/logs", "ListLogs", ""),
+        ("DELETE", "/v2/{log_name=projects/*/logs/*}", "DeleteLog", ""),
+    )
+)
+"""google/logging/v2/logging.proto's ``google.api.http`` rules for the Logging methods the
+emulator serves (its Python client has no REST transport to read them from)."""
 
 SERVED_APIS: dict[str, tuple[tuple[str, ...], tuple[Route, ...]]] = {
     "aiplatform": (("google.cloud.aiplatform_v1", "google.cloud.aiplatform_v1beta1"), ()),
@@ -18,7 +33,7 @@ SERVED_APIS: dict[str, tuple[tuple[str, ...], tuple[Route, ...]]] = {
     "cloudresourcemanager": (("google.cloud.resourcemanager_v3",), ()),
     "serviceusage": (("google.cloud.service_usage_v1",), ()),
     "artifactregistry": (("google.cloud.artifactregistry_v1",), ()),
-    "logging": (("google.cloud.logging_v2",), logging_service.REST_ROUTES),
+    "logging": (("google.cloud.logging_v2",), LOGGING_ROUTES),
 }
 """API -> (generated client packages, routes given as data)."""
 GOOGLE_SUFFIX = ".googleapis.com"
