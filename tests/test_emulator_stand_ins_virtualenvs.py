@@ -196,6 +196,45 @@ def test_the_job_log_says_what_was_asked_and_what_installed() -> None:
     assert lines[2].startswith("  torch 2.13.0 (the image has PyTorch 1.1; every PyTorch image")
 
 
+def fake_build(folder: Path) -> None:
+    """What a build leaves in ``folder``, without pip: its record."""
+    (folder / "venv/bin").mkdir(parents=True, exist_ok=True)
+    meta = {
+        "site": str(folder / "venv/lib/python3.11/site-packages"),
+        "python": "3.11",
+        "notes": ["  xgboost 1.1.1"],
+        "installed": {"xgboost": "1.1.1"},
+        "recipe": virtualenvs.RECIPE,
+    }
+    (folder / virtualenvs.BUILT).write_text(json.dumps(meta))
+
+
+def test_a_stand_in_whose_root_moved_is_built_again_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a root moves with the project it sits in (./.trainpool); a virtualenv holds its own
+    # absolute paths, so a moved stand-in would run replicas that cannot import what it holds
+    builds: list[Path] = []
+
+    def build(folder: Path, built_for: PrebuiltImage) -> None:
+        builds.append(folder)
+        fake_build(folder)
+
+    monkeypatch.setattr(virtualenvs, "_build", build)
+    virtualenvs.ensure(Home(tmp_path / "a"), image(XGBOOST), lambda line: None)
+    (tmp_path / "a").rename(tmp_path / "b")
+    notes: list[str] = []
+    virtualenvs.ensure(Home(tmp_path / "b"), image(XGBOOST), notes.append)
+    moved = (tmp_path / "b/stand-ins/xgboost-1.1").resolve()
+    assert builds == [(tmp_path / "a/stand-ins/xgboost-1.1").resolve(), moved]
+    assert notes[0] == (
+        f"the stand-in of xgboost 1.1 was built in {tmp_path.resolve() / 'a/stand-ins/xgboost-1.1'}"
+        f" and has moved to {moved}: a virtualenv holds its own paths, so it is built again"
+    )
+    virtualenvs.ensure(Home(tmp_path / "b"), image(XGBOOST), lambda line: None)
+    assert len(builds) == 2  # built here now: kept
+
+
 def test_two_jobs_at_once_build_an_environment_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -205,14 +244,7 @@ def test_two_jobs_at_once_build_an_environment_once(
         builds.append(built_for.uri)
         time.sleep(0.3)  # both callers are waiting on the lock meanwhile
         (folder / "venv/bin").mkdir(parents=True)
-        meta = {
-            "site": "s",
-            "python": "3.11",
-            "notes": ["  xgboost 1.1.1"],
-            "installed": {"xgboost": "1.1.1"},
-            "recipe": virtualenvs.RECIPE,
-        }
-        (folder / virtualenvs.BUILT).write_text(json.dumps(meta))
+        fake_build(folder)
 
     monkeypatch.setattr(virtualenvs, "_build", build)
     home = Home(tmp_path)

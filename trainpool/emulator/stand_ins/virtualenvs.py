@@ -181,7 +181,13 @@ def ensure(
     root = home.stand_ins.resolve()
     folder = root / key(image)
     with locked(root / f".{key(image)}.lock"):
-        if _recipe(folder / BUILT) != RECIPE:
+        moved = _moved_from(folder)
+        if moved:
+            note(
+                f"the stand-in of {image.framework} {image.version} was built in {moved} and "
+                f"has moved to {folder}: a virtualenv holds its own paths, so it is built again"
+            )
+        if moved or _recipe(folder / BUILT) != RECIPE:
             note(f"building the environment of {image.framework} {image.version} in {folder}")
             try:
                 _build(folder, image)
@@ -205,6 +211,20 @@ def ensure(
         f"{package} {version}".strip(),
         aliases,
     )
+
+
+def _moved_from(folder: Path) -> str:
+    """Where the stand-in now in ``folder`` was built, when elsewhere (its root moved with
+    the project it sits in, ``./.trainpool``); "" when it was built here or is not built."""
+    try:
+        site = str(json.loads((folder / BUILT).read_text())["site"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    venv = folder / "venv"
+    if Path(site).is_relative_to(venv):
+        return ""
+    built, marker, _ = site.partition("/venv/")
+    return built if marker else site
 
 
 def _recipe(built: Path) -> int | None:
