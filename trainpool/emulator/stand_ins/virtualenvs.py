@@ -54,6 +54,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -181,19 +182,20 @@ def ensure(
     root = home.stand_ins.resolve()
     folder = root / key(image)
     with locked(root / f".{key(image)}.lock"):
-        moved = _moved_from(folder)
+        meta = _record(folder)
+        moved = _moved_from(folder, meta)
         if moved:
             note(
                 f"the stand-in of {image.framework} {image.version} was built in {moved} and "
                 f"has moved to {folder}: a virtualenv holds its own paths, so it is built again"
             )
-        if moved or _recipe(folder / BUILT) != RECIPE:
+        if meta is None or moved or _recipe(meta) != RECIPE:
             note(f"building the environment of {image.framework} {image.version} in {folder}")
             try:
                 _build(folder, image)
             except BuildFailed as err:
                 raise BuildFailed([Problem(field, str(err))]) from err
-    meta = json.loads((folder / BUILT).read_text())
+            meta = json.loads((folder / BUILT).read_text())
     notes = [
         f"{image.uri} ({image.framework} {image.version}, Python {image.python or '?'} on "
         f"Vertex) runs in {folder} (Python {meta['python']}):",
@@ -213,25 +215,31 @@ def ensure(
     )
 
 
-def _moved_from(folder: Path) -> str:
-    """Where the stand-in now in ``folder`` was built, when elsewhere (its root moved with
-    the project it sits in, ``./.trainpool``); "" when it was built here or is not built."""
+def _record(folder: Path) -> dict[str, Any] | None:
+    """The record of the stand-in built in ``folder`` (None: none is built)."""
     try:
-        site = str(json.loads((folder / BUILT).read_text())["site"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return ""
-    venv = folder / "venv"
-    if Path(site).is_relative_to(venv):
+        meta = json.loads((folder / BUILT).read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _moved_from(folder: Path, meta: dict[str, Any] | None) -> str:
+    """Where the stand-in now in ``folder`` was built, by its record ``meta``, when elsewhere
+    (its root moved with the project it sits in, ``./.trainpool``); "" when it was built
+    here or is not built."""
+    site = str((meta or {}).get("site") or "")
+    if not site or Path(site).is_relative_to(folder / "venv"):
         return ""
     built, marker, _ = site.partition("/venv/")
     return built if marker else site
 
 
-def _recipe(built: Path) -> int | None:
-    """The recipe of the environment built at ``built`` (None: none is built)."""
+def _recipe(meta: dict[str, Any]) -> int | None:
+    """The recipe of the environment whose record is ``meta``."""
     try:
-        return int(json.loads(built.read_text()).get("recipe", 1))
-    except (OSError, ValueError):
+        return int(meta.get("recipe", 1))
+    except (TypeError, ValueError):
         return None
 
 
