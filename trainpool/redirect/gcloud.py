@@ -54,29 +54,29 @@ def apis() -> dict[str, str]:
     return dict(_apis())
 
 
-@lru_cache(maxsize=16)
-def _overrides(rest_address: str) -> tuple[tuple[str, str], ...]:
-    found = []
+def overrides(rest_address: str) -> dict[str, str]:
+    """Every API's override: the REST door, the API's host, its base path."""
+    found = {}
     for name, base in _apis():
         url = urlsplit(base)
-        found.append((name, f"{rest_address.rstrip('/')}/{url.netloc}{url.path or '/'}"))
-    return tuple(found)
+        found[name] = f"{rest_address.rstrip('/')}/{url.netloc}{url.path or '/'}"
+    return found
 
 
-def overrides(rest_address: str) -> dict[str, str]:
-    """Every API's override: the REST door, the API's host, its base path (made once per
-    door: every replica's configuration is written with them)."""
-    return dict(_overrides(rest_address))
+def _parser() -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    return parser
 
 
 @lru_cache(maxsize=16)
 def _fresh_text(rest_address: str, ca_bundle: Path | None) -> str:
-    """A new configuration's text: :func:`configure`'s for a folder that has none yet."""
-    return _render(configparser.ConfigParser(interpolation=None), rest_address, ca_bundle)
+    """A new configuration's text, made once per door: :func:`configure`'s for a folder
+    that has none yet (every replica's first start)."""
+    return _render(_parser(), rest_address, ca_bundle)
 
 
 def _render(parser: configparser.ConfigParser, rest_address: str, ca_bundle: Path | None) -> str:
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
     core = {**QUIET["core"]}
     if ca_bundle is not None:
         core["custom_ca_certs_file"] = str(ca_bundle)
@@ -99,8 +99,7 @@ def configure(config_dir: Path, rest_address: str, ca_bundle: Path | None = None
     (config_dir / "configurations").mkdir(mode=0o700, exist_ok=True)
     path = config_dir / "configurations" / f"config_{CONFIGURATION}"
     if path.is_file():  # the properties set there kept
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.optionxform = str  # type: ignore[assignment,method-assign]
+        parser = _parser()
         parser.read(path, encoding="utf-8")
         text = _render(parser, rest_address, ca_bundle)
     else:  # a replica's first start: the same text for every one
