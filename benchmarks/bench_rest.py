@@ -19,6 +19,10 @@ second starts, else the second's calls share the emulator with running them).
 one's: ``requests`` and ``json_format``) otherwise delays the emulator's threads, most of all
 a Create's, which waits for the records' lock and so for more wakeups.
 
+``--call-times`` runs the emulator under ``call_times.py`` and adds the emulator's own time
+of each method, by door (the method itself, and a record's write: waiting for its turn and
+committed), so that what the emulator does is seen apart from what the clients do.
+
 Then ``--gcloud`` times, under ``trainpool exec``'s environment: ``gcloud ai custom-jobs
 create --config`` followed by ``gcloud ai custom-jobs describe``, and, for comparison, the
 same number of ``gcloud config get-value project`` (gcloud's start-up, no request at all):
@@ -223,6 +227,11 @@ def main() -> None:
         "the figures hold less of the clients' own CPU, which REST's client spends 5 to 8 "
         "times gRPC's on; 2 cores shared with 20 clients)",
     )
+    parser.add_argument(
+        "--call-times",
+        action="store_true",
+        help="also print the emulator's own time of each method, by door (call_times.py)",
+    )
     parser.add_argument("--transport", default="grpc", help=argparse.SUPPRESS)
     parser.add_argument("--client", type=int, default=-1, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -230,9 +239,11 @@ def main() -> None:
         client_main(args.client, args.jobs, args.transport)
         return
     with tempfile.TemporaryDirectory(prefix="bench-rest-") as tmp:
-        root = Path(tmp) / "root"
+        root, times = Path(tmp) / "root", Path(tmp) / "call-times.json"
+        run = [str(Path(__file__).with_name("call_times.py")), str(times)]
         server = subprocess.Popen(
-            [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(root)],
+            [sys.executable, *(run if args.call_times else ["-m", "trainpool.cli"])]
+            + ["emulator", "--root", str(root)],
             cwd=tmp,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -267,6 +278,11 @@ def main() -> None:
                 f"REST {results['rest']['wall']:.1f} s (then their jobs ended in "
                 f"{results['grpc']['drain']:.1f} and {results['rest']['drain']:.1f} s)"
             )
+            if args.call_times:
+                time.sleep(1.5)  # its last second written
+                from call_times import summary
+
+                print("\n".join(summary(times)))
             gcloud_times(args, root, Path(tmp))
         finally:
             server.terminate()

@@ -58,6 +58,16 @@ CREATE INDEX IF NOT EXISTS resource_fields_by_value ON resource_fields (field, v
 """
 
 
+def _insert_rows(conn: sqlite3.Connection, table: str, name: str, pairs: dict[str, str]) -> None:
+    """``name``'s ``pairs`` as rows of ``table`` (its columns named); no statement for none:
+    each statement lets go of the GIL while the writers' lock is held."""
+    if pairs:
+        conn.executemany(
+            f"INSERT INTO {table} VALUES (?, ?, ?)",
+            [(name, key, value) for key, value in pairs.items()],
+        )
+
+
 class AlreadyExists(KeyError):
     """A resource of that name is stored already."""
 
@@ -94,18 +104,21 @@ class Records:
             getattr(resource, "display_name", ""),
             kind.message.serialize(resource),
         )  # made before the writers' lock is taken: it is held for the statements only
-        labels = _labels(resource)
+        labels, fields = _labels(resource), kind.fields_of(resource)
+
+        def store(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO resources (kind, name, parent, state, display_name, proto) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                row,
+            )  # a new name has no labels or fields stored: delete() takes them with it
+            _insert_rows(conn, "resource_labels (name, key, value)", resource.name, labels)
+            _insert_rows(conn, "resource_fields (name, field, value)", resource.name, fields)
+            if also is not None:
+                also(conn)
+
         try:
-            with self.db.transaction() as conn:
-                conn.execute(
-                    "INSERT INTO resources (kind, name, parent, state, display_name, proto) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    row,
-                )
-                self._set_labels(conn, resource.name, labels)
-                self.set_fields(conn, resource.name, kind.fields_of(resource))
-                if also is not None:
-                    also(conn)
+            self.db.write(store)
         except sqlite3.IntegrityError:
             raise AlreadyExists(resource.name) from None
         return resource
@@ -118,18 +131,12 @@ class Records:
     def set_labels(conn: sqlite3.Connection, name: str, labels: dict[str, str]) -> None:
         """``name``'s labels, in the caller's transaction."""
         conn.execute("DELETE FROM resource_labels WHERE name = ?", (name,))
-        conn.executemany(
-            "INSERT INTO resource_labels (name, key, value) VALUES (?, ?, ?)",
-            [(name, key, value) for key, value in labels.items()],
-        )
+        _insert_rows(conn, "resource_labels (name, key, value)", name, labels)
 
     @staticmethod
     def set_fields(conn: sqlite3.Connection, name: str, fields: dict[str, str]) -> None:
         conn.execute("DELETE FROM resource_fields WHERE name = ?", (name,))
-        conn.executemany(
-            "INSERT INTO resource_fields (name, field, value) VALUES (?, ?, ?)",
-            [(name, key, value) for key, value in fields.items()],
-        )
+        _insert_rows(conn, "resource_fields (name, field, value)", name, fields)
 
     def get(self, kind: Kind, name: str) -> Any | None:
         unsaved = self._unsaved.get(name)
@@ -191,7 +198,8 @@ class Records:
             name,
         )  # made before the writers' lock is taken: it is held for the statements only
         labels, fields = _labels(resource), kind.fields_of(resource)
-        with self.db.transaction() as conn:
+
+        def store(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "UPDATE resources SET state = ?, display_name = ?, proto = ? WHERE name = ?", row
             )
@@ -201,6 +209,8 @@ class Records:
                 self.set_fields(conn, name, fields)
             if also is not None:
                 also(conn)
+
+        self.db.write(store)
         self._unsaved.pop(name, None)
 
     def _flush(self) -> None:
