@@ -117,6 +117,28 @@ def bare(trainer: Path, out: Path, trials: int, parallel: int, python: Path) -> 
     return float(wall)
 
 
+def cpu_seconds(server: int) -> dict[str, float]:
+    """CPU seconds (user + system) the emulator has spent: its server process, and its
+    children's own (the replica guard's; not the replicas', which the guard reaps)."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def own(pid: str, field: int | None = None) -> float:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return sum(int(fields[i]) for i in ((field,) if field else (11, 12))) / tick
+
+    children: list[str] = []
+    for task in Path(f"/proc/{server}/task").iterdir():
+        children += (task / "children").read_text().split()
+    return {
+        "server": own(str(server)),
+        "system": own(str(server), 12),
+        "children": sum(own(pid) for pid in children),
+    }
+
+
 def sweep(client: Any, trainer: Path, trials: int, parallel: int, image: str) -> float:
     """Seconds from Create to the sweep's recorded end."""
     pool = {
@@ -179,6 +201,7 @@ def main() -> None:
         client = job_client("us-central1")
         floors: list[float] = []
         sweeps: list[float] = []
+        cpu: list[dict[str, float]] = []
         try:
             # not timed: the server's first sweep imports what sweeps need, once per server
             sweep(client, trainer, 2 * args.parallel, args.parallel, args.image)
@@ -189,9 +212,12 @@ def main() -> None:
                             bare(trainer, work / f"bare{i}", args.trials, args.parallel, python)
                         )
                     else:
+                        before = cpu_seconds(server.pid)
                         sweeps.append(
                             sweep(client, trainer, args.trials, args.parallel, args.image)
                         )
+                        after = cpu_seconds(server.pid)
+                        cpu.append({k: after[k] - before[k] for k in after})
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -209,6 +235,14 @@ def main() -> None:
         f"{[round(s / b, 2) for s, b in zip(sweeps, floors, strict=True)]}"
     )
     print(f"  emulator time per trial = {per_trial_ms:.0f} ms (slot time beyond the bare process)")
+    server_ms = statistics.median(c["server"] for c in cpu) / args.trials * 1000
+    guard_ms = statistics.median(c["children"] for c in cpu) / args.trials * 1000
+    system_ms = statistics.median(c["system"] for c in cpu) / args.trials * 1000
+    print(
+        f"  emulator CPU per trial = {server_ms + guard_ms:.1f} ms (its server {server_ms:.1f}, "
+        f"{system_ms:.1f} of it in the kernel; the replica guard {guard_ms:.1f}; median of the "
+        "sweeps): on a busy machine each trial waits for this much CPU"
+    )
 
 
 if __name__ == "__main__":

@@ -177,7 +177,8 @@ def borrowed(image: PrebuiltImage) -> tuple[str, tuple[str, ...]]:
 def ensure(
     home: Home, image: PrebuiltImage, note: Callable[[str], None], field: str = "imageUri"
 ) -> Environment:
-    """The environment of ``image``, built first if there is none; its notes go to ``note``.
+    """The environment of ``image``, built first if there is none; its notes go to ``note``
+    (what it holds: one note of several lines).
     :class:`BuildFailed` names ``field`` (where the job named the image) when it cannot be."""
     root = home.stand_ins.resolve()
     folder = root / key(image)
@@ -201,8 +202,7 @@ def ensure(
         f"Vertex) runs in {folder} (Python {meta['python']}):",
         *meta["notes"],
     ]
-    for line in notes:
-        note(line)
+    note("\n".join(notes))  # one note: a job log writes its lines at once
     package = FRAMEWORK_PACKAGES[image.framework]
     version = meta["installed"].get(package, "")
     aliases = {name: version for name in ALIASES.get(image.framework, ()) if version}
