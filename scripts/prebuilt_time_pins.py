@@ -15,7 +15,7 @@ image's packages as its stand-in installs them (the page's pins, ``cloudml-hyper
 release published before that day, and resolves again until nothing pip chooses is newer.
 A distribution with no release since that day (cloudml-hypertune: 0.1.0.dev6, 2019) is left
 unpinned: its newest is the image's.
-It prints the rows for ``trainpool/catalog/data/prebuilt_packages.csv`` (``verified``
+It prints the rows for ``trainpool/catalog/included/data/prebuilt_packages.csv`` (``verified``
 false: the day is inferred, not read from Google).
 
     python scripts/prebuilt_time_pins.py scikit-learn 1.6
@@ -39,7 +39,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from trainpool.catalog import included_packages
+from trainpool.catalog.included import included_packages
 from trainpool.emulator.stand_ins.virtualenvs import ALWAYS
 
 SIMPLE = "https://pypi.org/simple/{}/"

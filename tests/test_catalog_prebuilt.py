@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from trainpool import catalog
+from trainpool.catalog import included as shipped
 
 XGB = "us-docker.pkg.dev/vertex-ai/training/xgboost-cpu.1-1:latest"
 
@@ -93,7 +94,7 @@ def test_suggestions_follow_the_name_cpu_for_a_cpu_name_same_framework_and_versi
 
 
 def test_included_packages_are_the_documented_versions() -> None:
-    included = {p.package: p.version for p in catalog.included_packages("xgboost", "1.1")}
+    included = {p.package: p.version for p in shipped.included_packages("xgboost", "1.1")}
     assert {
         "numpy": "1.18.5",
         "pandas": "1.0.4",
@@ -101,19 +102,19 @@ def test_included_packages_are_the_documented_versions() -> None:
         "scikit-learn": "0.23.1",
         "xgboost": "1.1.1",
     }.items() <= included.items()
-    assert catalog.included_packages("tensorflow", "2.17") == ()
+    assert shipped.included_packages("tensorflow", "2.17") == ()
 
 
 def test_scikit_learn_and_xgboost_images_list_every_package_the_page_gives() -> None:
     # The page's "Included dependencies" for these images is their whole PyPI list (no "Other
     # Deep Learning Containers dependencies"): 33 packages with versions, then cloudml-hypertune
-    sklearn = {p.package: p.version for p in catalog.included_packages("scikit-learn", "1.0")}
+    sklearn = {p.package: p.version for p in shipped.included_packages("scikit-learn", "1.0")}
     assert sklearn["scikit-learn"] == "1.0" and sklearn["xgboost"] == "1.6.2"
     assert sklearn["google-cloud-storage"] == "1.29.0" and sklearn["grpcio"] == "1.29.0"
     assert sklearn["webapp2"] == "3.0.0b1" and sklearn["PyYAML"] == "5.3.1"
     assert len(sklearn) == 33 + 1  # and protobuf, which the page leaves out
     for version in ("1.1", "1.6"):
-        assert len(catalog.included_packages("xgboost", version)) == 33 + 1
-    for framework, version in catalog.documented_versions():
-        for package in catalog.included_packages(framework, version):
+        assert len(shipped.included_packages("xgboost", version)) == 33 + 1
+    for framework, version in shipped.documented_versions():
+        for package in shipped.included_packages(framework, version):
             assert package.source, (framework, version, package)

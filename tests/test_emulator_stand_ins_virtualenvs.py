@@ -21,7 +21,8 @@ from google.cloud.aiplatform_v1.types.job_state import JobState
 from packaging.utils import canonicalize_name
 
 import trainpool.emulator as emulator
-from trainpool.catalog import PrebuiltImage, included_packages, prebuilt_image, prebuilt_images
+from trainpool.catalog import PrebuiltImage, prebuilt_image, prebuilt_images
+from trainpool.catalog.included import included_packages
 from trainpool.emulator.stand_ins import pip_versions, virtualenvs
 from trainpool.emulator.stand_ins.pip_versions import Choice
 from trainpool.home import Home

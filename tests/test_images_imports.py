@@ -78,6 +78,9 @@ def test_the_components_image_holds_what_the_components_run_and_not_the_emulator
     assert "trainpool/runtime/__init__.py" in files
     assert "trainpool/images/check_nccl.py" in files  # the Reduction Server build's check
     assert "trainpool/catalog/data/machines.csv" in files
+    # the packages prebuilt images ship: only the emulator's stand-ins read that table, so an
+    # edit of it leaves the components image as it is
+    assert not any(f.startswith("trainpool/catalog/included/") for f in files)
 
 
 def test_the_checked_in_dockerignore_is_the_components_imports() -> None:

@@ -4,16 +4,16 @@ containers, as CSV data with sources.
 The data lives in ``trainpool/catalog/data/*.csv``; every row has a ``source`` and a
 ``verified`` flag. Prices are Compute Engine (and Cloud TPU) list prices, on demand and on Spot,
 per region where a source gave them. ``python3 -m trainpool.catalog.refresh`` rebuilds the
-generated files from the saved pages in ``trainpool/catalog/refresh/pages``.
+generated files from the saved pages in ``trainpool/catalog/refresh/pages``. The packages
+each prebuilt image ships are in :mod:`trainpool.catalog.included`, a package of its own with
+its own data, which the components never import: so an edit of that table does not change
+the components image.
 """
 
 from trainpool.catalog.locations import nearest_first, regions_of, vertex_regions
 from trainpool.catalog.prebuilt import (
-    IncludedPackage,
     PrebuiltImage,
     closest_prebuilt,
-    documented_versions,
-    included_packages,
     is_google_training_image,
     prebuilt_image,
     prebuilt_images,
@@ -40,7 +40,6 @@ __all__ = [
     "Accelerator",
     "Egress",
     "FixedGpu",
-    "IncludedPackage",
     "Machine",
     "PrebuiltImage",
     "TpuShape",
@@ -52,10 +51,8 @@ __all__ = [
     "allowed_counts",
     "attachable",
     "closest_prebuilt",
-    "documented_versions",
     "fixed_gpu",
     "hourly",
-    "included_packages",
     "is_google_training_image",
     "machine",
     "machine_price",

@@ -6,9 +6,9 @@ import csv
 from importlib import resources
 
 
-def read_rows(name: str) -> list[dict[str, str]]:
-    """The rows of ``data/NAME``."""
-    text = resources.files("trainpool.catalog").joinpath("data", name).read_text("utf-8")
+def read_rows(name: str, package: str = "trainpool.catalog") -> list[dict[str, str]]:
+    """The rows of ``data/NAME`` of ``package``."""
+    text = resources.files(package).joinpath("data", name).read_text("utf-8")
     return list(csv.DictReader(text.splitlines()))
 
 

@@ -4,12 +4,8 @@
 containers for custom training" page (``verified=true``; the ``us-``, ``europe-`` and
 ``asia-docker.pkg.dev/vertex-ai/training/`` copies of each), and legacy
 ``gcr.io/cloud-aiplatform/training/`` URIs found in Google's samples (``verified=false``),
-each with its source. ``data/prebuilt_packages.csv`` lists the versions of the packages
-an image ships where the page says ("Included dependencies"), and (``verified=false``,
-the source saying how) the versions of the image's time of what the page names no version
-for: protobuf, and for the scikit-learn 1.6, XGBoost 2.1 and PyTorch 2.4 images, of whose
-list it holds only a few, every other distribution their stand-ins hold
-(``scripts/prebuilt_time_pins.py``).
+each with its source. The packages each image ships are :mod:`trainpool.catalog.included`'s,
+which only the emulator's stand-ins read.
 
 The page: "Using image names without the ``latest`` tag isn't supported. You must use an
 image with the ``latest`` tag." A URI without a tag is Docker's ``:latest``.
@@ -43,18 +39,6 @@ class PrebuiltImage:
     accelerator: str
     source: str
     verified: bool
-
-
-@dataclass(frozen=True)
-class IncludedPackage:
-    """A package an image ships, at the version its docs list; ``verified`` false where the
-    docs name none and ``source`` says where the version comes from (protobuf for the
-    scikit-learn 1.0 image; the dependencies of the scikit-learn 1.6 image, of its time)."""
-
-    package: str
-    version: str
-    source: str
-    verified: bool = True
 
 
 @cache
@@ -171,27 +155,3 @@ def closest_prebuilt(uri: str, n: int = 5) -> list[str]:
         )
 
     return sorted(images, key=lambda known: rank(images[known]))[:n]
-
-
-@cache
-def _included() -> dict[tuple[str, str], tuple[IncludedPackage, ...]]:
-    table: dict[tuple[str, str], list[IncludedPackage]] = {}
-    for row in read_rows("prebuilt_packages.csv"):
-        key = (row["framework"], row["version"])
-        table.setdefault(key, []).append(
-            IncludedPackage(
-                row["package"], row["package_version"], row["source"], flag(row["verified"])
-            )
-        )
-    return {key: tuple(packages) for key, packages in table.items()}
-
-
-def documented_versions() -> tuple[tuple[str, str], ...]:
-    """Every ``(framework, version)`` whose included packages the docs list."""
-    return tuple(sorted(_included()))
-
-
-def included_packages(framework: str, version: str) -> tuple[IncludedPackage, ...]:
-    """The packages, with versions, that the docs list for ``framework`` ``version``'s
-    images (empty where the docs give none)."""
-    return _included().get((framework, version), ())

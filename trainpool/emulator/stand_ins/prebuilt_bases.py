@@ -46,7 +46,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from trainpool.catalog import included_packages, prebuilt_image
+from trainpool.catalog import prebuilt_image
+from trainpool.catalog.included import included_packages
 from trainpool.emulator.stand_ins import debian_bases
 
 DLC = re.compile(

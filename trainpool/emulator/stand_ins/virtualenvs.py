@@ -58,7 +58,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from trainpool.catalog import PrebuiltImage, documented_versions, included_packages
+from trainpool.catalog import PrebuiltImage
+from trainpool.catalog.included import documented_versions, included_packages
 from trainpool.emulator.stand_ins import pip_versions
 from trainpool.errors import InputError, Problem
 from trainpool.home import Home, locked
