@@ -22,11 +22,11 @@ from __future__ import annotations
 import configparser
 import csv
 import io
-import os
-import threading
 from functools import cache, lru_cache
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from trainpool.redirect.files import write_private
 
 DATA = Path(__file__).with_name("data") / "gcloud_apis.csv"
 CONFIGURATION = "default"
@@ -104,15 +104,6 @@ def configure(config_dir: Path, rest_address: str, ca_bundle: Path | None = None
         text = _render(parser, rest_address, ca_bundle)
     else:  # a replica's first start: the same text for every one
         text = _fresh_text(rest_address, ca_bundle)
-    _write_private(path, text)
-    _write_private(config_dir / "active_config", CONFIGURATION)
+    write_private(path, text)
+    write_private(config_dir / "active_config", CONFIGURATION)
     return config_dir
-
-
-def _write_private(path: Path, text: str) -> None:
-    # one staging file per thread: a run's tasks may write one configuration at once
-    staged = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(staged, path)

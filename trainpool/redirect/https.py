@@ -30,12 +30,11 @@ in that folder (``at``).
 from __future__ import annotations
 
 import json
-import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 from trainpool.home import Home
+from trainpool.redirect.files import write_private
 
 CLIENT_ID = "trainpool-emulator"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -51,13 +50,7 @@ CA_VARIABLES = (
 
 def _write_private(path: Path, text: str) -> Path:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # one staging file per thread: a run's tasks may write one configuration at once
-    staged = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(staged, path)
-    return path
+    return write_private(path, text)
 
 
 def boto_config(

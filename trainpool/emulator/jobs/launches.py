@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -262,12 +263,17 @@ def _with_web_access(ctx: JobContext, name: str, argv: list[str]) -> tuple[str, 
 
 def emulator_python(root: Path) -> list[Path]:
     """The emulator's own Python installation (its prefixes), unless the store lies in it."""
-    kept = []
-    for prefix in {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)}:
-        resolved = prefix.resolve()
-        if resolved != Path("/") and not root.resolve().is_relative_to(resolved):
-            kept.append(resolved)
-    return sorted(kept)
+    store = root.resolve()
+    return [p for p in _prefixes() if p != Path("/") and not store.is_relative_to(p)]
+
+
+@cache
+def _prefixes() -> tuple[Path, ...]:
+    """This process's Python prefixes, resolved once: each ``resolve()`` is a ``stat`` per
+    folder of the path, and every replica's start asked again (a system call gives up the
+    GIL, and on a busy emulator waits for it again)."""
+    found = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return tuple(sorted(found))
 
 
 def _placed(program: Program, root: Path) -> tuple[list[str], dict[str, str], Path]:

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from trainpool.home import JobFiles
+from trainpool.redirect.files import write_all
 
 
 class JobLog:
@@ -35,9 +36,7 @@ class JobLog:
         data = "".join(f"{stamp} {line}\n" for line in message.split("\n")).encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, data)
         finally:
             os.close(fd)
 

@@ -26,7 +26,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainpool.emulator.jobs.replica_python import Layer
+from trainpool.emulator.jobs.replica_python import Layer, remove
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,14 @@ class Workdir:
     python: Layer | None = None
 
     def fresh(self) -> None:
-        if self.root.exists() or self.root.is_symlink():
-            shutil.rmtree(self.root)
-        self.root.parent.mkdir(parents=True, exist_ok=True)
+        remove(self.root)
         if self.source is None:
-            self.root.mkdir()
+            self.root.mkdir(parents=True)
         else:
+            self.root.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(self.source, self.root, symlinks=True)
         if self.home is not None:
-            if self.home.exists() or self.home.is_symlink():
-                shutil.rmtree(self.home)
+            remove(self.home)
             self.home.mkdir(parents=True)
         if self.python is not None:
             self.python.fresh()
