@@ -2,36 +2,30 @@
 
 from __future__ import annotations
 
-import csv
-from importlib import resources
-
 import pytest
 
 from trainpool import catalog
+from trainpool.catalog.csvdata import read_rows
 
 DATA_FILES = (
-    "machines.csv",
-    "fixed_gpu_machines.csv",
-    "accelerators.csv",
-    "n1_accelerators.csv",
-    "n1_gpu_egress.csv",
-    "tpu_machines.csv",
-    "vertex_regions.csv",
-    "regions.csv",
-    "prices.csv",
-    "unsupported_machines.csv",
-    "prebuilt_containers.csv",
-    "included/prebuilt_packages.csv",  # trainpool.catalog.included's own data
+    ("trainpool.catalog", "machines.csv"),
+    ("trainpool.catalog", "fixed_gpu_machines.csv"),
+    ("trainpool.catalog", "accelerators.csv"),
+    ("trainpool.catalog", "n1_accelerators.csv"),
+    ("trainpool.catalog", "n1_gpu_egress.csv"),
+    ("trainpool.catalog", "tpu_machines.csv"),
+    ("trainpool.catalog", "vertex_regions.csv"),
+    ("trainpool.catalog", "regions.csv"),
+    ("trainpool.catalog", "prices.csv"),
+    ("trainpool.catalog", "unsupported_machines.csv"),
+    ("trainpool.catalog", "prebuilt_containers.csv"),
+    ("trainpool.catalog.included", "prebuilt_packages.csv"),  # its own package's data
 )
 
 
-@pytest.mark.parametrize("name", DATA_FILES)
-def test_every_row_has_a_source_and_a_verified_flag(name: str) -> None:
-    package, _, file = name.rpartition("/")
-    owner = resources.files("trainpool.catalog").joinpath(package) if package else None
-    folder = owner or resources.files("trainpool.catalog")
-    text = folder.joinpath("data", file).read_text("utf-8")
-    rows = list(csv.DictReader(text.splitlines()))
+@pytest.mark.parametrize(("package", "name"), DATA_FILES)
+def test_every_row_has_a_source_and_a_verified_flag(package: str, name: str) -> None:
+    rows = read_rows(name, package)
     assert rows
     for row in rows:
         assert row["source"].strip(), row

@@ -31,7 +31,7 @@ from trainpool.emulator.artifact_registry import artifact_registry
 from trainpool.emulator.builds import cloud_build
 from trainpool.emulator.clock import Clock
 from trainpool.emulator.cloud_logging import logging_service
-from trainpool.emulator.cloud_storage.access import DoorKey, new_secret, write_private
+from trainpool.emulator.cloud_storage.access import DoorKey, new_secret
 from trainpool.emulator.cloud_storage.bodies import DEFAULT_LIMIT
 from trainpool.emulator.cloud_storage.server import StorageServer, serve
 from trainpool.emulator.faults.config import Faults
@@ -56,6 +56,7 @@ from trainpool.emulator.sweeps import vizier_service
 from trainpool.emulator.tensorboards import tensorboard_service
 from trainpool.emulator.tensorboards.tensorboard_records import TensorboardRecords
 from trainpool.emulator_client import Served
+from trainpool.redirect.files import write_private
 
 SERVICES: tuple[ModuleType, ...] = (
     job_service,

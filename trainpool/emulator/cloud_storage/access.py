@@ -31,7 +31,6 @@ Standard library only.
 from __future__ import annotations
 
 import hmac
-import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,16 +45,6 @@ TOKEN_LIFETIME_S = 3599
 def new_secret() -> str:
     """A fresh random secret of 192 bits, in hex (a path segment, never taken for an option)."""
     return secrets.token_hex(SECRET_BYTES)
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` with mode 0600 from the first byte (never readable by others)."""
-    staged = path.with_name(f".{path.name}.{os.getpid()}")
-    staged.unlink(missing_ok=True)
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(staged, path)
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,13 @@ from trainpool.emulator.cloud_storage.access import (
     DoorKey,
     new_secret,
     token_grant,
-    write_private,
 )
 from trainpool.emulator.cloud_storage.bodies import CHUNK, DEFAULT_LIMIT, Body, too_large
 from trainpool.emulator.cloud_storage.objects import ApiError, Objects, not_served
 from trainpool.emulator.cloud_storage.uploads import Uploads
 from trainpool.emulator.loopback import Loopback, QuietHandler
 from trainpool.home import Home
+from trainpool.redirect.files import write_private
 
 _log = logging.getLogger(__name__)
 _DRAIN = 1 << 20

@@ -8,14 +8,13 @@ with its source: ``[workerpool1-0]`` or ``[trial-2/workerpool0-0]``.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
 from trainpool.home import JobFiles
-from trainpool.redirect.files import write_all
+from trainpool.redirect.files import append
 
 
 class JobLog:
@@ -33,12 +32,7 @@ class JobLog:
 
     def __call__(self, message: str) -> None:
         stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-        data = "".join(f"{stamp} {line}\n" for line in message.split("\n")).encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        try:
-            write_all(fd, data)
-        finally:
-            os.close(fd)
+        append(self.path, "".join(f"{stamp} {line}\n" for line in message.split("\n")))
 
 
 def source(files: JobFiles, path: Path) -> str:

@@ -233,9 +233,10 @@ class Database:
                 self._local.writing = False
 
     def _run(self, batch: list[_Write]) -> bool:
-        """Run ``batch`` in one transaction, committed when every write succeeded (True);
-        else rolled back, each write's outcome kept (False). A full disk, or a failed BEGIN
-        or COMMIT, fails them all."""
+        """Run ``batch`` in one transaction. True when it is settled: committed, every write
+        having succeeded, or failed as a whole (a full disk, a failed BEGIN or COMMIT: each
+        write has that error). False when one write failed: rolled back, for each write to
+        run again alone."""
         try:
             self._conn.execute("BEGIN IMMEDIATE")
             for write in batch:
@@ -257,7 +258,7 @@ class Database:
                 write.error, write.result = failed, None
             if not isinstance(err, Exception):
                 raise
-            return True  # failed for good: nothing to run again
+            return True
 
     def require_space(self) -> None:
         """Raise :class:`DiskFull` when the store's disk has less than :data:`MIN_FREE_BYTES`."""
