@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from job_calls import TimedCalls, percentile
+from job_calls import KINDS, TimedCalls, count_json_mapping, percentile
 
 PARENT = "projects/bench/locations/us-central1"
 """Where gcloud's jobs go; each transport's load has its own project (:func:`parent`)."""
@@ -103,10 +103,12 @@ def make_client(transport: str) -> Any:
 
 def client_main(index: int, jobs: int, transport: str) -> None:
     label = f"{transport}{index}"
-    calls = TimedCalls(make_client(transport), parent(transport), label)
+    calls = TimedCalls(make_client(transport), parent(transport), label, count_json_mapping())
     calls.ready()
     calls.load({**JOB, "labels": {"client": label}}, jobs)
-    print(json.dumps(calls.times), flush=True)
+    print(
+        json.dumps({"times": calls.times, "cpu": calls.cpu, "mapping": calls.mapping}), flush=True
+    )
 
 
 def load(args: argparse.Namespace, env: dict[str, str], transport: str) -> dict[str, Any]:
@@ -129,14 +131,30 @@ def load(args: argparse.Namespace, env: dict[str, str], transport: str) -> dict[
         assert proc.stdin is not None
         proc.stdin.write("go\n")
         proc.stdin.flush()
-    merged: dict[str, list[float]] = {"create": [], "get": [], "list": []}
+    merged: dict[str, dict[str, list[float]]] = {
+        part: {kind: [] for kind in KINDS} for part in ("times", "cpu", "mapping")
+    }
     for proc in clients:
         assert proc.stdout is not None
-        for kind, values in json.loads(proc.stdout.readline()).items():
-            merged[kind] += values
+        for part, kinds in json.loads(proc.stdout.readline()).items():
+            for kind, values in kinds.items():
+                merged[part][kind] += values
         proc.wait()
     wall = time.perf_counter() - began
-    return {"wall": wall, "times": merged, "drain": drain(transport)}
+    return {"wall": wall, **merged, "drain": drain(transport)}
+
+
+def client_split(results: dict[str, Any]) -> list[str]:
+    """Lines of each call's own CPU in its client (p50), and of it the JSON mapping, by
+    transport: what the client spends whatever the emulator does."""
+    head = "the client's own CPU, ms"
+    lines = [f"{head:34}{'gRPC p50':>10}{'REST p50':>10}{'of it JSON':>12}"]
+    for kind in KINDS:
+        grpc = percentile(results["grpc"]["cpu"][kind], 0.5) * 1000
+        rest = percentile(results["rest"]["cpu"][kind], 0.5) * 1000
+        mapped = percentile(results["rest"]["mapping"][kind], 0.5) * 1000
+        lines.append(f"{kind:34}{grpc:10.1f}{rest:10.1f}{mapped:12.1f}")
+    return lines
 
 
 def gcloud_times(args: argparse.Namespace, root: Path, tmp: Path) -> None:
@@ -278,6 +296,7 @@ def main() -> None:
                 f"REST {results['rest']['wall']:.1f} s (then their jobs ended in "
                 f"{results['grpc']['drain']:.1f} and {results['rest']['drain']:.1f} s)"
             )
+            print("\n".join(client_split(results)))
             if args.call_times:
                 time.sleep(1.5)  # its last second written
                 from call_times import summary

@@ -61,6 +61,18 @@ def main() -> None:
     Service.call = timing(times, lambda _self, method, _request: method, Service.call)  # type: ignore[method-assign]
     if hasattr(Database, "write"):  # a record's write (group commit) since 2026-11-29
         Database.write = timing(times, lambda _self, _fn: "Database.write", Database.write)  # type: ignore[method-assign]
+    if hasattr(Database, "_commit"):  # one batch, under the writers' lock
+        Database._commit = timing(  # type: ignore[method-assign]
+            times, lambda _self, batch: f"Database._commit x{min(len(batch), 9)}", Database._commit
+        )
+    from trainpool.emulator.rest import transcode
+
+    for step in ("build", "render"):  # the REST door's JSON to proto and back
+        setattr(
+            transcode,
+            step,
+            timing(times, lambda *_a, s=step: f"REST {s}", getattr(transcode, step)),
+        )
     threading.Thread(target=keep, args=(times, out), daemon=True).start()
     from trainpool.cli import main as cli
 
@@ -75,7 +87,9 @@ def summary(path: Path, doors: tuple[str, ...] = ("gRPC", "REST")) -> list[str]:
     rows: dict[tuple[str, str], list[Timed]] = {}
     for row in json.loads(path.read_text()):
         rows.setdefault((row[1], row[0]), []).append(row)
-    names = sorted({name for name, _ in rows}, key=lambda n: (n == "Database.write", n))
+    names = sorted(
+        {name for name, _ in rows}, key=lambda n: (n.startswith(("Database.", "REST ")), n)
+    )
     lines = [
         "the emulator's own time, ms".ljust(34)
         + "".join(f"{d + ' p50':>10}{'p90':>8}{'CPU':>6}" for d in doors)
