@@ -19,6 +19,14 @@ second starts, else the second's calls share the emulator with running them).
 one's: ``requests`` and ``json_format``) otherwise delays the emulator's threads, most of all
 a Create's, which waits for the records' lock and so for more wakeups.
 
+The emulator runs in a session of its own (``--server-session own``), as ``trainpool
+emulator`` does when a user starts it in a terminal or as a service and the clients run
+elsewhere: where the kernel shares the CPU between sessions first (Linux's autogroup, on by
+default: ``/proc/sys/kernel/sched_autogroup_enabled``) it gets its share beside the 20
+clients, as it would beside 20 users' programs. ``--server-session shared`` puts it in this
+script's session with the clients, as runs before 2026-11-29 did: there each of its threads
+competes with each client process, and every handover of the GIL waits for a core.
+
 ``--call-times`` runs the emulator under ``call_times.py`` and adds the emulator's own time
 of each method, by door (the method itself, and a record's write: waiting for its turn and
 committed), so that what the emulator does is seen apart from what the clients do.
@@ -78,6 +86,15 @@ def drain(transport: str) -> float:
             break
         time.sleep(0.5)
     return time.perf_counter() - began
+
+
+def autogroup() -> str:
+    """Whether the kernel shares the CPU between sessions first (Linux's autogroup)."""
+    try:
+        on = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
+    except OSError:
+        return "autogroup unknown"
+    return "autogroup on" if on else "autogroup off"
 
 
 def make_client(transport: str) -> Any:
@@ -246,6 +263,15 @@ def main() -> None:
         "times gRPC's on; 2 cores shared with 20 clients)",
     )
     parser.add_argument(
+        "--server-session",
+        choices=("own", "shared"),
+        default="own",
+        help="own: the emulator in a session of its own, as `trainpool emulator` started in a "
+        "terminal or as a service is (where the kernel groups CPU time by session, as Linux "
+        "does by default, it then gets its share beside the clients' session); shared: in "
+        "this script's session with the 20 clients (how runs before 2026-11-29 measured)",
+    )
+    parser.add_argument(
         "--call-times",
         action="store_true",
         help="also print the emulator's own time of each method, by door (call_times.py)",
@@ -266,6 +292,7 @@ def main() -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
+            start_new_session=args.server_session == "own",
         )
         assert server.stdout is not None
         lines = [server.stdout.readline() for _ in range(3)]
@@ -280,9 +307,10 @@ def main() -> None:
         )
         try:
             results = {t: load(args, env, t) for t in ("grpc", "rest")}
+            where = "its own session" if args.server_session == "own" else "the clients' session"
             print(
                 f"{args.clients} clients x {args.jobs} jobs, each Create followed by a Get "
-                "and a List"
+                f"and a List; the emulator in {where} ({autogroup()})"
             )
             print(f"{'':8}{'gRPC p50':>10}{'p99':>8}{'REST p50':>12}{'p99':>8}  (ms)")
             for kind in ("create", "get", "list"):
