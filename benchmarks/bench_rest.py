@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from job_calls import KINDS, TimedCalls, count_json_mapping, percentile
+from job_calls import KINDS, PARTS, TimedCalls, count_json_mapping, percentile
 
 PARENT = "projects/bench/locations/us-central1"
 """Where gcloud's jobs go; each transport's load has its own project (:func:`parent`)."""
@@ -123,9 +123,7 @@ def client_main(index: int, jobs: int, transport: str) -> None:
     calls = TimedCalls(make_client(transport), parent(transport), label, count_json_mapping())
     calls.ready()
     calls.load({**JOB, "labels": {"client": label}}, jobs)
-    print(
-        json.dumps({"times": calls.times, "cpu": calls.cpu, "mapping": calls.mapping}), flush=True
-    )
+    print(json.dumps(calls.figures()), flush=True)
 
 
 def load(args: argparse.Namespace, env: dict[str, str], transport: str) -> dict[str, Any]:
@@ -149,7 +147,7 @@ def load(args: argparse.Namespace, env: dict[str, str], transport: str) -> dict[
         proc.stdin.write("go\n")
         proc.stdin.flush()
     merged: dict[str, dict[str, list[float]]] = {
-        part: {kind: [] for kind in KINDS} for part in ("times", "cpu", "mapping")
+        part: {kind: [] for kind in KINDS} for part in PARTS
     }
     for proc in clients:
         assert proc.stdout is not None
@@ -313,7 +311,7 @@ def main() -> None:
                 f"and a List; the emulator in {where} ({autogroup()})"
             )
             print(f"{'':8}{'gRPC p50':>10}{'p99':>8}{'REST p50':>12}{'p99':>8}  (ms)")
-            for kind in ("create", "get", "list"):
+            for kind in KINDS:
                 row = []
                 for transport in ("grpc", "rest"):
                     values = results[transport]["times"][kind]

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 KINDS = ("create", "get", "list")
+PARTS = ("times", "cpu", "mapping")
+"""What :meth:`TimedCalls.figures` holds for each kind of call."""
 
 
 def count_json_mapping() -> Callable[[], float]:
@@ -70,6 +72,10 @@ class TimedCalls:
         self.cpu[kind].append(time.thread_time() - cpu)
         self.mapping[kind].append(self._mapped() - mapped)
         return result
+
+    def figures(self) -> dict[str, dict[str, list[float]]]:
+        """Each of :data:`PARTS` by kind of call, as a client prints them."""
+        return {part: getattr(self, part) for part in PARTS}
 
     def load(self, job: dict[str, Any], jobs: int) -> list[str]:
         """``jobs`` rounds of Create ``job``, Get an earlier one, List this label's; the
