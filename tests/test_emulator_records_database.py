@@ -1,5 +1,6 @@
 """The records' writes under load: ``Database.write`` commits the writes that wait together
-(group commit), and a write that fails fails alone."""
+(group commit), and a write that fails fails alone; the reads' connections follow the reads
+in flight, not the threads that ever read."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.processes import open_on
 
-from trainpool.emulator.records.database import Database, DiskFull
+from trainpool.emulator.records.database import READERS_KEPT, Database, DiskFull
 
 WRITERS = 6
 
@@ -136,3 +138,42 @@ def test_many_threads_lose_no_write(db: Database) -> None:
     assert len(errors) == 7  # "dup" stored once
     assert db.read("SELECT count(*) AS n FROM t")[0]["n"] == 8 * 24 + 1
     assert not db._leading and not db._waiting
+
+
+def test_threads_that_read_and_end_leave_no_connection_open(db: Database) -> None:
+    """200 threads each reading once, as the REST door's threads (one a connection) do: the
+    connections left open on the file are the kept idle ones, the writer's and the
+    checkpointer's, not one for each thread that ever read."""
+    db.write(_insert("k", 7))
+    got: list[int] = []
+
+    def reader() -> None:
+        got.append(db.read("SELECT v FROM t WHERE k = 'k'")[0]["v"])
+
+    for _ in range(20):
+        threads = [threading.Thread(target=reader) for _ in range(10)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert got == [7] * 200
+    assert open_on(db.path) <= READERS_KEPT + 2
+
+
+def test_a_read_in_flight_when_the_database_closes_closes_its_connection(db: Database) -> None:
+    """Closing waits for no reader; the connection of a read still running is closed when
+    that read ends, and a read after the close is refused."""
+    db.read("SELECT 1")  # one idle connection, to hold the next read at a point of our own
+    started, go = threading.Event(), threading.Event()
+    db._idle[0].create_function("held", 0, lambda: bool(started.set() or go.wait(30)))
+    rows: list[Any] = []
+    thread = threading.Thread(target=lambda: rows.extend(db.read("SELECT held() AS h")))
+    thread.start()
+    assert started.wait(30)
+    db.close()
+    go.set()
+    thread.join(timeout=30)
+    assert [row["h"] for row in rows] == [1]
+    assert open_on(db.path) == 0
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        db.read("SELECT 1")

@@ -26,10 +26,12 @@ import pytest
 from fixtures.jobs import wait_job
 from fixtures.other_user import NOBODY, SYSTEM_PYTHON, as_another_user
 from fixtures.pipelines import compile_fixture
+from fixtures.processes import open_on
 from fixtures.vertex import PARENT
 from google.cloud.aiplatform_v1.types.job_state import JobState
 
 import trainpool.emulator as emulator
+from trainpool.emulator.records.database import READERS_KEPT
 from trainpool.vertex.clients import job_client, schedule_client
 from trainpool.vertex.pipelines import Target, build_pipeline_job, build_schedule
 
@@ -435,3 +437,13 @@ def test_another_local_user_cannot_use_the_door(emu: emulator.Emulator) -> None:
     assert probe.stdout.split() == ["NOREAD", "DOOR", "403", "PROXY", "403"], (
         "the proxy carries requests, and gives nothing away without the secret"
     )
+
+
+def test_connections_that_come_and_go_leave_nothing_open(emu: emulator.Emulator) -> None:
+    """Each connection is served by a thread of its own, which ends with it (gcloud opens new
+    ones every command): the records' connections open after 150 of them, each one List, are
+    those kept for the next reads, not one a connection (two descriptors each, until a
+    long-lived emulator had none left)."""
+    for _ in range(150):
+        assert call(emu, "GET", f"/v1/{PARENT}/customJobs?pageSize=1")[0] == 200
+    assert open_on(emu.root / "emulator.sqlite") <= READERS_KEPT + 2

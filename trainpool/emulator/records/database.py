@@ -4,10 +4,14 @@ One connection writes, shared by every thread behind a lock, so writes never int
 ``execute`` runs one statement in its own transaction, ``transaction()`` several,
 committed together; ``write(fn)`` runs ``fn(conn)`` committed together with the writes
 other threads wait to make (group commit: the hot writes, a record's insert and update).
-``read`` runs a query on a connection of the calling thread's own
-(WAL lets readers go on while a write commits), so a Get or a List never waits for the
-writers' lock. WAL checkpoints (which copy the log into the file and sync it) run every
-:data:`CHECKPOINT_S` on a thread of their own, not inside a writer's commit.
+``read`` runs a query on a reading connection borrowed for it (WAL lets readers go on while
+a write commits), so a Get or a List never waits for the writers' lock: one kept idle, else a
+new one, given back after, at most :data:`READERS_KEPT` kept. So the connections open follow
+the reads in flight, not the threads that ever read (the REST door's threads come and go with
+its connections; a connection of each thread's own stayed open, two file descriptors and a
+page cache, after its thread ended). WAL checkpoints (which copy the log into the file and
+sync it) run every :data:`CHECKPOINT_S` on a thread of their own, not inside a writer's
+commit.
 ``new_id(sequence)`` hands out "1000", "1001", ... per sequence, and survives restarts;
 ``take_id(sequence)`` hands one out from memory, to be stored with the record it names
 (``keep_id(conn, sequence, id)`` in the same transaction), so a Create takes the writers'
@@ -39,6 +43,8 @@ CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 FIRST_ID = 1000
 CHECKPOINT_S = 1.0
+READERS_KEPT = 8
+"""Idle reading connections kept for the next reads (the gRPC server's 8 threads' worth)."""
 MIN_FREE_BYTES = 256 * 1024
 """Below this much free space the store's disk counts as full: no new job is created."""
 _FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -92,7 +98,8 @@ class Database:
         self._local = threading.local()
         self._next: dict[str, int] = {}
         self._ids_lock = threading.Lock()
-        self._readers: list[sqlite3.Connection] = []
+        self._idle: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         self._waiting: list[_Write] = []
         self._queue_lock = threading.Lock()
         self._leading = False
@@ -117,18 +124,33 @@ class Database:
             conn.close()
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        """Run one query on this thread's own reading connection (it sees every committed
-        write) and return its rows."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            with self._lock:
-                if self._closed:
-                    raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
-                conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-                conn.row_factory = sqlite3.Row
-                self._readers.append(conn)
-            self._local.conn = conn
-        return conn.execute(sql, params).fetchall()
+        """Run one query on a reading connection (it sees every committed write), borrowed
+        for the query alone, and return its rows."""
+        conn = self._borrow()
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            self._give_back(conn)
+
+    def _borrow(self) -> sqlite3.Connection:
+        """The reading connection used last (the warmest), or a new one when none is idle."""
+        with self._readers_lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            if self._idle:
+                return self._idle.pop()
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    def _give_back(self, conn: sqlite3.Connection) -> None:
+        """Keep ``conn`` for the next read, or close it: one more than :data:`READERS_KEPT`
+        idle, or the database closed meanwhile."""
+        with self._readers_lock:
+            if not self._closed and len(self._idle) < READERS_KEPT:
+                self._idle.append(conn)
+                return
+        conn.close()
 
     def executescript(self, script: str) -> None:
         """Run DDL (``CREATE TABLE IF NOT EXISTS ...``)."""
@@ -308,8 +330,10 @@ class Database:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error:
                 pass
-            self._closed = True
-            for reader in self._readers:
+            with self._readers_lock:
+                self._closed = True
+                idle, self._idle = self._idle, []
+            for reader in idle:
                 reader.close()
             self._conn.close()
 
