@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from fixtures.host_image import host_image
 from fixtures.pipelines import compile_fixture
+from fixtures.processes import signal_other_thread
 
 import trainpool.emulator as emulator
 from trainpool.config import EMULATOR_ENV
@@ -109,6 +110,17 @@ def test_exec_exits_with_the_commands_status_and_passes_sigterm_on(tmp_path: Pat
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 128 + signal.SIGTERM
+    # the kernel may give the signal to any of exec's threads (the emulator's, gRPC's): it
+    # still reaches the command, not only when it lands on the main thread
+    ready.unlink()
+    proc = subprocess.Popen(
+        [*CLI, "exec", "--root", root, "--", sys.executable, "-c", code], env=clean
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    signal_other_thread(proc.pid, signal.SIGTERM)
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM
 
 

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from fixtures.processes import signal_other_thread
 from fixtures.vertex import PARENT
 
 import trainpool.emulator as emulator
@@ -127,3 +128,27 @@ def test_the_cli_says_so_in_its_help_and_its_start_up_line(tmp_path: Path) -> No
         secret = (root / "storage.token").read_text().strip() if root.exists() else "-"
         assert secret not in first + storage_line, "the secret is not on stdout"
         assert "export STORAGE_EMULATOR_HOST=http://127.0.0.1:" in err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_the_cli_stops_on_a_signal_the_kernel_gives_another_thread(
+    tmp_path: Path, signum: int
+) -> None:
+    """A signal to a process goes to any of its threads (gRPC's, the doors'); Python runs its
+    handler in the main thread only, and a main thread blocked for good never ran it: a
+    `systemctl stop` or a Ctrl-C that landed on another thread left the emulator running."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "trainpool.cli", "emulator", "--root", str(tmp_path / "root")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert cli.stdout is not None and "listening" in cli.stdout.readline()
+        signal_other_thread(cli.pid, signum)
+        assert cli.wait(timeout=20) == 0
+    finally:
+        cli.kill()
+        cli.wait()

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 import typer
 
+from trainpool import signals
 from trainpool.cli._common import fail
 from trainpool.config import default_root
 
@@ -147,7 +148,7 @@ def emulator_command(
             f"HTTPS proxy listening on {emu.proxy_address} (Google's own URLs; `trainpool exec "
             "-- COMMAND` gives a command every variable it needs)"
         )
-    stopping.wait()
+    signals.wait_event(stopping)  # not stopping.wait(): a signal on another thread is lost
     emu.close()
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from trainpool import config
+from trainpool import config, signals
 from trainpool.emulated.emulators import emulator_for
 from trainpool.errors import InputError
 from trainpool.redirect import served_environment
@@ -59,7 +59,7 @@ def wait_forwarding(child: subprocess.Popen[bytes]) -> int:
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        code = child.wait()
+        code = signals.wait_child(child)  # not child.wait(): see trainpool.signals
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
