@@ -136,8 +136,10 @@ def test_sdk_creates_runs_a_job_on_lists_reboots_and_deletes(
 
 
 def test_a_resource_provisions_then_runs_and_jobs_must_fit_it(
-    tmp_path: Path, sdk_emulator: emulator.Emulator
+    tmp_path: Path, sdk_emulator: emulator.Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # PROVISIONING until the clock is moved past it, not for 1 s of a machine that may be busy
+    monkeypatch.setattr(resources, "PROVISION_S", 3600.0)
     client, job_client = clients(sdk_emulator)
     operation = client.create_persistent_resource(
         parent=PARENT, persistent_resource_id="gpus", persistent_resource={"resource_pools": POOLS}
@@ -156,6 +158,7 @@ def test_a_resource_provisions_then_runs_and_jobs_must_fit_it(
         )
     with pytest.raises(exceptions.FailedPrecondition, match="RUNNING or ERROR"):
         client.reboot_persistent_resource(name=f"{PARENT}/persistentResources/gpus")
+    sdk_emulator.clock.advance(timedelta(seconds=3600))
     resource = operation.result(timeout=30)
     assert resource.state == State.RUNNING
 
