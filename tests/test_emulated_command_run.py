@@ -103,23 +103,24 @@ def test_exec_exits_with_the_commands_status_and_passes_sigterm_on(tmp_path: Pat
     ready = tmp_path / "ready"
     code = f"import pathlib, time; pathlib.Path({str(ready)!r}).touch(); time.sleep(60)"
     clean = {k: v for k, v in os.environ.items() if k != EMULATOR_ENV}
-    proc = subprocess.Popen(
-        [*CLI, "exec", "--root", root, "--", sys.executable, "-c", code], env=clean
-    )
-    deadline = time.monotonic() + 60
-    while not ready.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+
+    def sleeping() -> subprocess.Popen[bytes]:
+        """``trainpool exec`` of a command that sleeps, once the command runs."""
+        ready.unlink(missing_ok=True)
+        proc = subprocess.Popen(
+            [*CLI, "exec", "--root", root, "--", sys.executable, "-c", code], env=clean
+        )
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return proc
+
+    proc = sleeping()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM
     # the kernel may give the signal to any of exec's threads (the emulator's, gRPC's): it
     # still reaches the command, not only when it lands on the main thread
-    ready.unlink()
-    proc = subprocess.Popen(
-        [*CLI, "exec", "--root", root, "--", sys.executable, "-c", code], env=clean
-    )
-    deadline = time.monotonic() + 60
-    while not ready.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    proc = sleeping()
     signal_other_thread(proc.pid, signal.SIGTERM)
     assert proc.wait(timeout=30) == 128 + signal.SIGTERM
 
